@@ -1,0 +1,448 @@
+"""The frame codec: distributed's tcp wire format as a pure state machine (no I/O).
+
+Wire format (identical to ``distributed.comm.tcp``, all little-endian u64)::
+
+    prefix | nframes | length[0] ... length[nframes-1] | frame[0] ... frame[n-1]
+
+``prefix`` counts the prelude (``nframes`` and the lengths) plus the leading frames
+that a reader may keep in one shared buffer; the frames after that region are
+"uncompressed buffers" (numpy, parquet, ...) that outlive the message and so get a
+buffer each. The decoder checks that ``prefix`` really ends on a frame boundary.
+
+Strategy of :class:`FrameDecoder` (the read side, driven like a BufferedProtocol):
+
+* Bytes arrive through :meth:`FrameDecoder.get_buffer` /
+  :meth:`FrameDecoder.buffer_updated`. Most of the time ``get_buffer`` hands out the
+  free tail of one reusable receive buffer, so one ``recv()`` can carry the prefix,
+  the frame count, the lengths and any number of small frames of any number of
+  messages.
+* Once a message's lengths are known, its frames are planned as *blocks*: runs of
+  small frames of the shared region (at most ``direct_read`` bytes together), and
+  one block per frame otherwise. A small block is copied once out of the receive
+  buffer into a writable ``bytearray``; its frames are views into it. A block of at
+  least ``direct_read`` bytes gets its own buffer (``allocate``: a numpy host array
+  when numpy is there), and ``get_buffer`` then returns that buffer's unfilled part,
+  so the kernel writes the frame where it will stay: no copy after the kernel's.
+* Every bound (frame count, message size, prefix consistency) is checked before
+  anything is allocated for the message. A violation raises :class:`ProtocolError`
+  and the decoder refuses further input.
+
+:func:`encode_frames` is the write side: it computes the same prefix as the stock
+writer (so the bytes on the wire are identical), joins the header with the small
+frames and passes large frames by reference as 1-D byte views.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Union
+
+from asynciocomm.config import C_INT_MAX
+from asynciocomm.errors import ProtocolError
+
+Buffer = Union[bytes, bytearray, memoryview]
+Allocator = Callable[[int], memoryview]
+
+_PRELUDE = struct.Struct("<QQ")
+_U64 = 8
+
+# Decoder states.
+_S_PRELUDE = 0  # waiting for prefix + nframes (16 bytes)
+_S_LENGTHS = 1  # waiting for 8 * nframes bytes of lengths
+_S_FRAMES = 2  # receiving the planned blocks
+_S_FAILED = 3  # a ProtocolError was raised; no more input accepted
+
+
+def _bytearray_allocate(n: int) -> memoryview:
+    return memoryview(bytearray(n))
+
+
+def default_allocator() -> Allocator:
+    """distributed's ``host_array`` (numpy.empty when numpy is importable)."""
+    try:
+        from distributed.protocol.utils import host_array
+    except ImportError:  # pragma: no cover - distributed is a hard dependency
+        return _bytearray_allocate
+    return host_array
+
+
+class FrameDecoder:
+    """Incremental decoder of distributed's tcp framing.
+
+    Feed it with ``get_buffer()`` / ``buffer_updated(n)`` (zero-copy, as an
+    ``asyncio.BufferedProtocol`` does) or with :meth:`feed` (copies, for tests and
+    plain ``data_received`` users). Complete messages appear in :attr:`messages` as
+    lists of writable memoryviews; :attr:`queued_bytes` counts their payload.
+    """
+
+    __slots__ = (
+        "_buf", "_view", "_cap", "_start", "_end", "_state", "_need",
+        "_direct_read", "_max_frames", "_max_message", "_allocate",
+        "_prefix", "_nframes", "_blocks", "_block", "_frames", "_msg_nbytes",
+        "_target", "_tpos", "_tend", "messages", "_sizes", "queued_bytes",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        *,
+        read_buffer: int = 256 * 1024,
+        direct_read: int = 64 * 1024,
+        max_frames: int = 1 << 20,
+        max_message: int = 1 << 40,
+        allocate: Allocator | None = None,
+    ) -> None:
+        if not 0 < direct_read <= read_buffer // 2:
+            raise ValueError("direct_read must be positive and <= read_buffer / 2")
+        self._buf = bytearray(read_buffer)
+        self._view = memoryview(self._buf)
+        self._cap = read_buffer
+        self._start = 0  # first unparsed byte in _buf
+        self._end = 0  # end of received bytes in _buf
+        self._state = _S_PRELUDE
+        self._need = 16  # contiguous bytes from _start the current state waits for
+        self._direct_read = direct_read
+        self._max_frames = max_frames
+        self._max_message = max_message
+        self._allocate = allocate or default_allocator()
+        self._prefix = 0
+        self._nframes = 0
+        # Planned blocks of the current message: (frame lengths, size, direct)
+        self._blocks: list[tuple[tuple[int, ...], int, bool]] = []
+        self._block = 0
+        self._frames: list[memoryview] = []
+        self._msg_nbytes = 0
+        # Direct target: a buffer of its own the kernel writes into
+        self._target: memoryview | None = None
+        self._tpos = 0
+        self._tend = 0
+        self.messages: deque[list[memoryview]] = deque()
+        self._sizes: deque[int] = deque()
+        self.queued_bytes = 0
+
+    # -- input -------------------------------------------------------------------
+
+    def get_buffer(self) -> memoryview:
+        """A non-empty writable view where the next received bytes must go."""
+        target = self._target
+        if target is not None:
+            pos = self._tpos
+            return target[pos : min(self._tend, pos + C_INT_MAX)]
+        if self._state == _S_FAILED:
+            raise ProtocolError("decoder failed earlier; no more input accepted")
+        start = self._start
+        if start and (self._end == self._cap or start + self._need > self._cap):
+            # Move the partial element to the front: at most one block (< cap / 2).
+            end = self._end
+            self._buf[: end - start] = self._view[start:end]
+            self._start = 0
+            self._end = end - start
+        return self._view[self._end :]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        """``nbytes`` were written into the view last returned by get_buffer()."""
+        if nbytes <= 0:
+            return
+        if self._target is not None:
+            self._tpos += nbytes
+            if self._tpos < self._tend:
+                return
+            self._target_done()
+        else:
+            self._end += nbytes
+        self._parse()
+
+    def feed(self, data: Buffer) -> None:
+        """Copy ``data`` in through get_buffer()/buffer_updated()."""
+        src = memoryview(data).cast("B")
+        pos, total = 0, src.nbytes
+        while pos < total:
+            dst = self.get_buffer()
+            n = min(dst.nbytes, total - pos)
+            dst[:n] = src[pos : pos + n]
+            pos += n
+            self.buffer_updated(n)
+
+    # -- output ------------------------------------------------------------------
+
+    def pop(self) -> list[memoryview]:
+        """Remove and return the oldest complete message (IndexError if none)."""
+        frames = self.messages.popleft()
+        self.queued_bytes -= self._sizes.popleft()
+        return frames
+
+    @property
+    def at_boundary(self) -> bool:
+        """True when no message is partially received (a clean place to stop)."""
+        return (
+            self._state == _S_PRELUDE
+            and self._start == self._end
+            and self._target is None
+        )
+
+    @property
+    def buffered_partial(self) -> int:
+        """Bytes of a partially received message held by the decoder."""
+        return (self._end - self._start) + (self._tpos if self._target else 0)
+
+    # -- parsing -----------------------------------------------------------------
+
+    def _fail(self, msg: str) -> ProtocolError:
+        self._state = _S_FAILED
+        self._target = None
+        return ProtocolError(msg)
+
+    def _parse(self) -> None:
+        buf = self._buf
+        start = self._start
+        end = self._end
+        try:
+            while True:
+                state = self._state
+                if state == _S_FRAMES:
+                    size = self._blocks[self._block][1]
+                    if self._blocks[self._block][2]:
+                        # Direct block: take what is already here, then let the
+                        # kernel fill the rest of its own buffer.
+                        self._start = start
+                        self._end = end
+                        self._begin_target(size)
+                        start = self._start
+                        end = self._end
+                        if self._target is not None:
+                            return
+                        continue
+                    if end - start < size:
+                        self._need = size
+                        return
+                    self._complete_block(bytearray(self._view[start : start + size]))
+                    start += size
+                elif state == _S_PRELUDE:
+                    if end - start < 16:
+                        self._need = 16
+                        return
+                    prefix, nframes = _PRELUDE.unpack_from(buf, start)
+                    self._check_prelude(prefix, nframes)
+                    start += 16
+                    self._prefix = prefix
+                    self._nframes = nframes
+                    self._state = _S_LENGTHS
+                    need = _U64 * nframes
+                    if need > self._cap // 2:
+                        # A header too large for the receive buffer gets its own
+                        # buffer; nframes already passed max_frames.
+                        self._start = start
+                        self._end = end
+                        self._begin_target(need)
+                        start = self._start
+                        end = self._end
+                        if self._target is not None:
+                            return
+                        continue
+                    self._need = need
+                elif state == _S_LENGTHS:
+                    need = _U64 * self._nframes
+                    if end - start < need:
+                        self._need = need
+                        return
+                    lengths = struct.unpack_from(f"<{self._nframes}Q", buf, start)
+                    start += need
+                    self._plan(lengths)
+                else:  # _S_FAILED
+                    raise ProtocolError("decoder failed earlier; no more input accepted")
+        finally:
+            if start == end:
+                start = end = 0
+            self._start = start
+            self._end = end
+
+    def _check_prelude(self, prefix: int, nframes: int) -> None:
+        if nframes == 0:
+            raise self._fail("malformed header: a message with zero frames")
+        if nframes > self._max_frames:
+            raise self._fail(
+                f"malformed header: {nframes} frames exceed the bound of "
+                f"{self._max_frames} (distributed.comm.asyncio.max-frames)"
+            )
+        header = _U64 + _U64 * nframes
+        if prefix < header or prefix - header > self._max_message:
+            raise self._fail(
+                f"malformed header: prefix {prefix} inconsistent with {nframes} frames"
+            )
+
+    def _plan(self, lengths: Sequence[int]) -> None:
+        total = sum(lengths)
+        if total > self._max_message:
+            raise self._fail(
+                f"message of {total} bytes exceeds the bound of {self._max_message} "
+                "bytes (distributed.comm.asyncio.max-message)"
+            )
+        # The shared region ends exactly after some frame k (prefix consistency).
+        shared_bytes = self._prefix - _U64 - _U64 * len(lengths)
+        direct_read = self._direct_read
+        blocks: list[tuple[tuple[int, ...], int, bool]] = []
+        run: list[int] = []
+        run_size = 0
+        acc = 0
+        in_shared = shared_bytes > 0
+        for length in lengths:
+            if in_shared:
+                acc += length
+                if acc > shared_bytes:
+                    break
+                if length < direct_read:
+                    if run_size + length > direct_read:
+                        blocks.append((tuple(run), run_size, False))
+                        run, run_size = [], 0
+                    run.append(length)
+                    run_size += length
+                else:
+                    if run:
+                        blocks.append((tuple(run), run_size, False))
+                        run, run_size = [], 0
+                    blocks.append(((length,), length, True))
+                in_shared = acc < shared_bytes
+            else:
+                if run:
+                    blocks.append((tuple(run), run_size, False))
+                    run, run_size = [], 0
+                blocks.append(((length,), length, length >= direct_read))
+        if acc != shared_bytes and shared_bytes > 0:
+            raise self._fail(
+                f"malformed header: prefix {self._prefix} does not end on a frame "
+                "boundary"
+            )
+        if run:
+            blocks.append((tuple(run), run_size, False))
+        self._blocks = blocks
+        self._block = 0
+        self._frames = []
+        self._msg_nbytes = total
+        self._state = _S_FRAMES
+
+    def _begin_target(self, size: int) -> None:
+        """Allocate a buffer of its own for the next ``size`` bytes and fill it
+        from the receive buffer as far as possible; set ``_target`` if it needs
+        more."""
+        try:
+            target = self._allocate(size)
+        except MemoryError:
+            raise self._fail(f"cannot allocate {size} bytes for a frame") from None
+        start, end = self._start, self._end
+        k = min(end - start, size)
+        if k:
+            target[:k] = self._view[start : start + k]
+            self._start = start + k
+        self._target = target
+        self._tpos = k
+        self._tend = size
+        if k == size:
+            self._target_done()
+
+    def _target_done(self) -> None:
+        target = self._target
+        assert target is not None
+        self._target = None
+        if self._state == _S_LENGTHS:
+            self._plan(struct.unpack(f"<{self._nframes}Q", target))
+        else:
+            self._complete_block(target)
+
+    def _complete_block(self, block: bytearray | memoryview) -> None:
+        lengths = self._blocks[self._block][0]
+        view = block if isinstance(block, memoryview) else memoryview(block)
+        frames = self._frames
+        if len(lengths) == 1:
+            frames.append(view)
+        else:
+            pos = 0
+            for length in lengths:
+                frames.append(view[pos : pos + length])
+                pos += length
+        self._block += 1
+        if self._block == len(self._blocks):
+            self.messages.append(frames)
+            self._sizes.append(self._msg_nbytes)
+            self.queued_bytes += self._msg_nbytes
+            self._frames = []
+            self._blocks = []
+            self._state = _S_PRELUDE
+            self._need = 16
+
+
+# -- encoding -----------------------------------------------------------------------
+
+
+def _as_bytes_view(frame: Buffer) -> memoryview:
+    mv = frame if isinstance(frame, memoryview) else memoryview(frame)
+    if mv.ndim != 1 or mv.format != "B":
+        mv = mv.cast("B")  # gh-135862: partial sends of N-d views truncate data
+    return mv
+
+
+def shared_prefix_nbytes(frames: Sequence[Buffer], lengths: Sequence[int]) -> int:
+    """Bytes of the leading frames a reader may keep in one shared buffer.
+
+    This is the stock writer's rule, so both comms put the same bytes on the wire:
+    bytes frames (msgpack header, pickles, compressed data) are shared; the first
+    non-bytes buffer is shared too if what precedes it is negligible, and the
+    shared region ends before the next distinct non-bytes buffer.
+    """
+    nosplit = 0
+    first: object = None
+    for frame, nb in zip(frames, lengths):
+        obj = frame.obj if isinstance(frame, memoryview) else frame
+        if not isinstance(obj, bytes):
+            if first is None:
+                if nosplit > max(2048, nb * 0.05):
+                    break
+                first = obj
+            elif first is not obj:
+                break
+        nosplit += nb
+    return nosplit
+
+
+def encode_header(frames: Sequence[Buffer], lengths: Sequence[int]) -> bytes:
+    """The prefix, frame count and lengths of a message."""
+    n = len(lengths)
+    prefix = _U64 + _U64 * n + shared_prefix_nbytes(frames, lengths)
+    return struct.pack(f"<QQ{n}Q", prefix, n, *lengths)
+
+
+def frame_nbytes(frame: Buffer) -> int:
+    """Size in bytes of any buffer."""
+    if type(frame) is bytes:
+        return len(frame)
+    return memoryview(frame).nbytes
+
+
+def encode_frames(frames: Sequence[Buffer], coalesce: int) -> tuple[list[Buffer], int]:
+    """Serialize one message for the wire.
+
+    Returns the buffers to write, in order, and their total size. The header and
+    every frame under ``coalesce`` bytes are joined into single ``bytes`` objects;
+    larger frames are returned as 1-D byte views of the caller's memory (never
+    mutate a frame after writing it), split below C int max.
+    """
+    lengths = [frame_nbytes(f) for f in frames]
+    header = encode_header(frames, lengths)
+    total = len(header) + sum(lengths)
+    if total < coalesce or max(lengths) < coalesce:
+        return [b"".join([header, *frames])], total
+    out: list[Buffer] = []
+    batch: list[Buffer] = [header]
+    for frame, nb in zip(frames, lengths):
+        if nb < coalesce:
+            batch.append(frame)
+            continue
+        if batch:
+            out.append(b"".join(batch) if len(batch) > 1 else batch[0])
+            batch = []
+        mv = _as_bytes_view(frame)
+        for i in range(0, nb, C_INT_MAX):
+            out.append(mv[i : i + C_INT_MAX] if nb > C_INT_MAX else mv)
+    if batch:
+        out.append(b"".join(batch) if len(batch) > 1 else batch[0])
+    return out, total

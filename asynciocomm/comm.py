@@ -1,0 +1,147 @@
+"""The Comm: distributed's message-level API on top of :class:`FramedProtocol`."""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from typing import Any
+
+from distributed.comm.core import Comm, CommClosedError
+from distributed.comm.utils import from_frames, to_frames
+
+from asynciocomm.codec import encode_frames
+from asynciocomm.config import C_INT_MAX
+from asynciocomm.protocol import FramedProtocol
+
+logger = logging.getLogger(__name__)
+
+
+def _finalize(protocol: FramedProtocol, r: str) -> None:
+    if not protocol.is_closed:
+        logger.warning("Closing dangling comm %s", r)
+        try:
+            protocol.abort()
+        except RuntimeError:  # the event loop is already closed
+            pass
+
+
+class AsyncioComm(Comm):
+    """An established connection of asynciocomm (any of its schemes).
+
+    Semantics follow the stock tcp comm: ``read()`` returns every message that
+    arrived before the peer closed, then raises ``CommClosedError``; a failed or
+    cancelled read or write aborts the comm (its stream state is unknown then);
+    ``close()`` delivers everything written before it; a comm that is never closed
+    is aborted by a finalizer, with a warning.
+    """
+
+    def __init__(
+        self,
+        protocol: FramedProtocol,
+        local_addr: str,
+        peer_addr: str,
+        deserialize: bool = True,
+    ) -> None:
+        self._closed = False
+        super().__init__(deserialize=deserialize)
+        self._protocol = protocol
+        self._local_addr = local_addr
+        self._peer_addr = peer_addr
+        self._coalesce = protocol.settings.coalesce
+        self._extra: dict[str, Any] = {}
+        shard = protocol.settings.shard
+        if protocol.extra_info("sslcontext") is not None:
+            self._extra["peercert"] = protocol.extra_info("peercert")
+            self._extra["cipher"] = protocol.extra_info("cipher")
+            shard = min(shard, C_INT_MAX)  # OpenSSL takes int lengths
+        self.max_shard_size = shard
+        protocol.name = f"{type(self).__name__} {local_addr} <-> {peer_addr}"
+        self._finalizer = weakref.finalize(self, _finalize, protocol, repr(self))
+        self._finalizer.atexit = False
+
+    @property
+    def local_address(self) -> str:
+        return self._local_addr
+
+    @property
+    def peer_address(self) -> str:
+        return self._peer_addr
+
+    @property
+    def extra_info(self) -> dict[str, Any]:
+        return self._extra
+
+    def closed(self) -> bool:
+        return self._closed or self._protocol.is_closed
+
+    async def read(self, deserializers: Any = None) -> Any:
+        if self._closed:
+            raise CommClosedError(f"in {self}: comm was closed locally")
+        try:
+            frames = await self._protocol.read()
+        except CommClosedError:
+            self._closed = True
+            self._finalizer.detach()
+            self._protocol.abort()
+            raise
+        except BaseException:
+            # Cancelled or failed mid-read: the stream state is unknown, so the
+            # only safe thing is to abort (as the stock comm does).
+            self.abort()
+            raise
+        try:
+            return await from_frames(
+                frames,
+                deserialize=self.deserialize,
+                deserializers=deserializers,
+                allow_offload=self.allow_offload,
+            )
+        except EOFError:
+            self.abort()
+            raise CommClosedError(f"in {self}: aborted stream on truncated data")
+
+    async def write(
+        self, msg: Any, serializers: Any = None, on_error: str | None = "message"
+    ) -> int:
+        if self._closed:
+            raise CommClosedError(f"in {self}: comm was closed locally")
+        frames = await to_frames(
+            msg,
+            allow_offload=self.allow_offload,
+            serializers=serializers,
+            on_error=on_error,
+            context={
+                "sender": self.local_info,
+                "recipient": self.remote_info,
+                **self.handshake_options,
+            },
+            frame_split_size=self.max_shard_size,
+        )
+        buffers, nbytes = encode_frames(frames, self._coalesce)
+        try:
+            await self._protocol.write(buffers, nbytes)
+        except CommClosedError:
+            self._closed = True
+            self._finalizer.detach()
+            self._protocol.abort()
+            raise
+        except BaseException:
+            self.abort()
+            raise
+        return nbytes
+
+    async def close(self) -> None:
+        if self._closed and self._protocol.is_closed:
+            return
+        self._closed = True
+        self._finalizer.detach()
+        try:
+            await self._protocol.close()
+        except BaseException:
+            self._protocol.abort()
+            raise
+
+    def abort(self) -> None:
+        self._closed = True
+        self._finalizer.detach()
+        self._protocol.abort()

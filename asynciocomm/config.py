@@ -1,0 +1,94 @@
+"""Configuration of asynciocomm, under ``distributed.comm.asyncio.*``.
+
+The defaults live in ``asynciocomm.yaml`` beside this module and are merged into
+dask's configuration with :func:`dask.config.update_defaults` when this module is
+imported. :func:`load_settings` turns the current configuration into a frozen
+:class:`Settings` object that one listener or connector hands to its comms, so the
+hot path never consults ``dask.config``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from dataclasses import dataclass
+
+import dask
+import yaml
+from dask.utils import parse_bytes, parse_timedelta
+
+_HERE = os.path.dirname(__file__)
+DEFAULTS_FILE = os.path.join(_HERE, "asynciocomm.yaml")
+SCHEMA_FILE = os.path.join(_HERE, "asynciocomm-schema.yaml")
+
+#: Largest size handed to one send()/recv() call: C int max (bpo-42853; OpenSSL and
+#: some platforms take an int length). Larger buffers are split into views.
+C_INT_MAX: int = 256 ** ctypes.sizeof(ctypes.c_int) // 2 - 1
+
+with open(DEFAULTS_FILE) as _f:
+    DEFAULTS: dict = yaml.safe_load(_f)
+
+dask.config.update_defaults(DEFAULTS)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A snapshot of ``distributed.comm.asyncio.*`` plus the timeouts a comm needs."""
+
+    read_buffer: int
+    direct_read: int
+    coalesce: int
+    write_high_water: int
+    write_low_water: int
+    read_pause: int
+    max_frames: int
+    max_message: int
+    connect_timeout: float
+    tcp_timeout: int
+    shard: int
+
+
+def _bytes(value: str | int) -> int:
+    return parse_bytes(value) if isinstance(value, str) else int(value)
+
+
+def load_settings() -> Settings:
+    """Read and validate the current configuration."""
+    cfg = dask.config.get("distributed.comm.asyncio")
+    max_message = cfg["max-message"]
+    if max_message == "auto":
+        from distributed.system import MEMORY_LIMIT
+
+        max_message = int(MEMORY_LIMIT)
+    settings = Settings(
+        read_buffer=_bytes(cfg["read-buffer"]),
+        direct_read=_bytes(cfg["direct-read"]),
+        coalesce=_bytes(cfg["coalesce"]),
+        write_high_water=_bytes(cfg["write-high-water"]),
+        write_low_water=_bytes(cfg["write-low-water"]),
+        read_pause=_bytes(cfg["read-pause"]),
+        max_frames=int(cfg["max-frames"]),
+        max_message=_bytes(max_message),
+        connect_timeout=parse_timedelta(
+            dask.config.get("distributed.comm.timeouts.connect"), default="seconds"
+        ),
+        tcp_timeout=int(
+            parse_timedelta(
+                dask.config.get("distributed.comm.timeouts.tcp"), default="seconds"
+            )
+        ),
+        shard=_bytes(dask.config.get("distributed.comm.shard")),
+    )
+    if not 0 < settings.direct_read <= settings.read_buffer // 2:
+        raise ValueError(
+            "distributed.comm.asyncio.direct-read must be positive and at most half "
+            f"of read-buffer ({settings.read_buffer} bytes); got {settings.direct_read}"
+        )
+    if not 0 <= settings.write_low_water <= settings.write_high_water:
+        raise ValueError(
+            "distributed.comm.asyncio.write-low-water must be between 0 and "
+            "write-high-water"
+        )
+    if settings.max_frames < 1 or settings.max_message < 1:
+        raise ValueError("distributed.comm.asyncio.max-frames/max-message must be >= 1")
+    return settings

@@ -1,0 +1,48 @@
+"""The connector: opens a connection and wraps it in a comm."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from distributed.comm.addressing import parse_host_port, unparse_host_port
+from distributed.comm.core import Connector
+
+from asynciocomm.comm import AsyncioComm
+from asynciocomm.config import load_settings
+from asynciocomm.errors import translate
+from asynciocomm.protocol import FramedProtocol
+from asynciocomm.tlsargs import check_encryption, expect_tls_context, tls_timeouts
+
+
+class AsyncioConnector(Connector):
+    """Connects to ``prefix + address`` (plain TCP, or TLS when ``encrypted``).
+
+    TLS trust failures raise ``FatalCommClosedError`` at once, so distributed
+    stops retrying instead of running into its connect timeout.
+    """
+
+    def __init__(self, prefix: str, encrypted: bool) -> None:
+        self.prefix = prefix
+        self.encrypted = encrypted
+
+    async def connect(
+        self, address: str, deserialize: bool = True, **connection_args: Any
+    ) -> AsyncioComm:
+        check_encryption(self.prefix, self.encrypted, address, connection_args)
+        ip, port = parse_host_port(address)
+        settings = load_settings()
+        loop = asyncio.get_running_loop()
+        kwargs: dict[str, Any] = {}
+        if self.encrypted:
+            kwargs["ssl"] = expect_tls_context(connection_args)
+            kwargs["server_hostname"] = connection_args.get("server_hostname") or ip
+            kwargs.update(tls_timeouts(loop, settings.connect_timeout))
+        try:
+            transport, protocol = await loop.create_connection(
+                lambda: FramedProtocol(settings), ip, port, **kwargs
+            )
+        except OSError as exc:  # includes ssl.SSLError
+            raise translate(f"connect to {self.prefix + address}", exc) from exc
+        local = self.prefix + unparse_host_port(*transport.get_extra_info("sockname")[:2])
+        return AsyncioComm(protocol, local, self.prefix + address, deserialize)

@@ -1,0 +1,364 @@
+"""The asyncio layer: a BufferedProtocol around the sans-I/O codec.
+
+Strategy:
+
+* **Reads.** The event loop receives straight into the buffer the decoder hands
+  out (``get_buffer``): the shared receive buffer for headers and small frames, or
+  a large frame's own buffer. Complete messages queue in the decoder; ``read()``
+  pops one without creating a future when one is waiting. Reading pauses while the
+  unread messages exceed ``read-pause`` bytes and resumes below half of it.
+* **Writes.** ``write()`` appends the encoded message to a batch that is flushed by
+  one ``call_soon`` callback: all messages written in one event-loop iteration
+  leave in one syscall (``writelines``/writev on uvloop, one joined ``write`` for
+  small buffers elsewhere); large frames stay references. A writer waits for a
+  drain while the transport is above its high-water mark.
+* **Large frames on the plain asyncio loop.** Python < 3.12's socket transport
+  copies whatever the kernel does not take at once into a bytearray and sends from
+  it; for a 128 MiB frame that collapses to a fraction of uvloop's speed. Large
+  frames there are written in chunks, each handed over only when the transport's
+  buffer is empty, so the kernel reads them from the caller's memory and at most
+  one chunk's tail is ever copied. Public transport API only.
+* **Ending.** ``close()`` sends everything already written, then closes and waits
+  for the transport to report the connection lost (bounded: it aborts when no
+  byte has left for ``timeouts.tcp``). ``abort()`` is immediate. The reason a
+  connection ended is kept (clean EOF, truncated message, protocol error, OS or
+  TLS error) and raised through :func:`asynciocomm.errors.translate` once the
+  messages that arrived before it are read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any, cast
+
+from asynciocomm.codec import Buffer, FrameDecoder, default_allocator
+from asynciocomm.config import Settings
+from asynciocomm.errors import ProtocolError, translate
+from asynciocomm.sockopts import configure_socket
+
+logger = logging.getLogger(__name__)
+
+#: Chunk size for large frames on transports that copy unsent data (the plain
+#: asyncio loop before 3.12). Each chunk is handed to the transport only when its
+#: buffer is empty, so at most this much is ever copied; 4 MiB matches Linux's
+#: largest socket send buffer, so one chunk usually leaves in one send().
+LARGE_WRITE_CHUNK = 4 * 1024 * 1024
+
+
+def _transport_keeps_references(transport: asyncio.BaseTransport) -> bool:
+    """uvloop's transports write buffers by reference (writev), so a batch can be
+    handed over as a list without joining or copying."""
+    return type(transport).__module__.startswith("uvloop")
+
+
+def _transport_copies_large_writes(transport: asyncio.BaseTransport) -> bool:
+    """asyncio's own socket transport (not TLS, which encrypts into new buffers
+    anyway) copies a partial send's remainder."""
+    return not _transport_keeps_references(transport) and (
+        transport.get_extra_info("sslcontext") is None
+    )
+
+
+class FramedProtocol(asyncio.BufferedProtocol):
+    """One connection: decoder, read waiter, write batch and flow control.
+
+    ``on_connect`` is called from ``connection_made`` (listeners use it to create
+    the comm). ``name`` is used in error messages; the comm sets it.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        on_connect: Callable[[FramedProtocol], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.name = "asynciocomm connection"
+        self._on_connect = on_connect
+        self._decoder = FrameDecoder(
+            read_buffer=settings.read_buffer,
+            direct_read=settings.direct_read,
+            max_frames=settings.max_frames,
+            max_message=settings.max_message,
+            allocate=default_allocator(),
+        )
+        self.transport: asyncio.Transport | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._read_waiter: asyncio.Future[None] | None = None
+        self._reading_paused = False
+        self._write_paused = False
+        self._drain_waiter: asyncio.Future[None] | None = None
+        self._batch: list[Buffer] = []
+        self._flush_handle: asyncio.Handle | None = None
+        self._by_reference = False
+        self._chunk_large = False
+        self._large_writer: asyncio.Future[None] | None = None
+        self._eof = False
+        self._lost = False
+        self._closing = False
+        self._exc: BaseException | None = None
+        self._lost_waiter: asyncio.Future[None] | None = None
+
+    # -- asyncio callbacks ----------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports implement the Transport API without subclassing it.
+        self.transport = cast(asyncio.Transport, transport)
+        self._loop = asyncio.get_running_loop()
+        self._lost_waiter = self._loop.create_future()
+        s = self.settings
+        transport = self.transport
+        transport.set_write_buffer_limits(high=s.write_high_water, low=s.write_low_water)
+        configure_socket(transport.get_extra_info("socket"), s.tcp_timeout)
+        self._by_reference = _transport_keeps_references(transport)
+        self._chunk_large = _transport_copies_large_writes(transport)
+        if self._on_connect is not None:
+            self._on_connect(self)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._decoder.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        decoder = self._decoder
+        try:
+            decoder.buffer_updated(nbytes)
+        except ProtocolError as exc:
+            self._protocol_failure(exc)
+            return
+        if decoder.messages:
+            waiter = self._read_waiter
+            if waiter is not None:
+                self._read_waiter = None
+                if not waiter.done():
+                    waiter.set_result(None)
+            if decoder.queued_bytes > self.settings.read_pause and not self._reading_paused:
+                self._reading_paused = True
+                assert self.transport is not None
+                self.transport.pause_reading()
+
+    def eof_received(self) -> bool:
+        self._eof = True
+        self._check_truncated()
+        self._wake_reader()
+        return False  # close our side too; close() has nothing left to say
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lost = True
+        if self._exc is None:
+            self._exc = exc
+        self._check_truncated()
+        self._batch = []
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        self._wake_reader()
+        self._wake_drain()
+        if self._lost_waiter is not None and not self._lost_waiter.done():
+            self._lost_waiter.set_result(None)
+        self.transport = None  # break the transport <-> protocol cycle
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        self._wake_drain()
+
+    # -- state helpers -----------------------------------------------------------
+
+    def _check_truncated(self) -> None:
+        if self._exc is None and not self._decoder.at_boundary:
+            self._exc = ProtocolError(
+                "connection closed in the middle of a message "
+                f"({self._decoder.buffered_partial} bytes of it received)"
+            )
+
+    def _protocol_failure(self, exc: ProtocolError) -> None:
+        logger.warning("Aborting %s: %s", self.name, exc)
+        self._exc = exc
+        if self.transport is not None:
+            self.transport.abort()
+
+    def _wake_reader(self) -> None:
+        waiter = self._read_waiter
+        if waiter is not None:
+            self._read_waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def _wake_drain(self) -> None:
+        waiter = self._drain_waiter
+        if waiter is not None:
+            self._drain_waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    @property
+    def is_closed(self) -> bool:
+        """The connection is gone or going: nothing more can be written."""
+        return self._lost or self._closing or self.transport is None
+
+    def closed_error(self) -> Exception:
+        """The distributed error describing why this connection ended."""
+        return translate(self.name, self._exc)
+
+    def extra_info(self, name: str, default: Any = None) -> Any:
+        return default if self.transport is None else self.transport.get_extra_info(name, default)
+
+    # -- reading -----------------------------------------------------------------
+
+    async def read(self) -> list[memoryview]:
+        """The next message's frames; raises the translated error once the
+        connection has ended and every complete message has been read."""
+        decoder = self._decoder
+        while True:
+            if decoder.messages:
+                frames = decoder.pop()
+                if self._reading_paused and decoder.queued_bytes <= self.settings.read_pause // 2:
+                    self._reading_paused = False
+                    if self.transport is not None:
+                        self.transport.resume_reading()
+                return frames
+            if self._eof or self._lost or self._closing:
+                raise self.closed_error()
+            assert self._loop is not None
+            waiter = self._loop.create_future()
+            self._read_waiter = waiter
+            await waiter
+
+    # -- writing -----------------------------------------------------------------
+
+    async def write(self, buffers: list[Buffer], nbytes: int) -> None:
+        """Queue one encoded message; wait while the peer is slower than us."""
+        if self.is_closed:
+            raise self.closed_error()
+        while self._large_writer is not None:  # keep order behind a chunked write
+            await asyncio.shield(self._large_writer)
+            if self.is_closed:
+                raise self.closed_error()
+        if self._chunk_large and nbytes >= LARGE_WRITE_CHUNK:
+            await self._write_chunked(buffers)
+            return
+        self._batch.extend(buffers)
+        if self._flush_handle is None:
+            assert self._loop is not None
+            self._flush_handle = self._loop.call_soon(self._flush)
+        if self._write_paused or nbytes >= self.settings.write_high_water:
+            self._flush()
+            await self._drain()
+
+    def _flush(self) -> None:
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        batch = self._batch
+        if not batch or self.transport is None:
+            return
+        self._batch = []
+        transport = self.transport
+        if len(batch) == 1:
+            transport.write(batch[0])
+        elif self._by_reference:
+            transport.writelines(batch)
+        else:
+            # Join runs of small buffers (one syscall); write large ones as they are.
+            coalesce = self.settings.coalesce
+            run: list[Buffer] = []
+            for buf in batch:
+                if len(buf) < coalesce:
+                    run.append(buf)
+                    continue
+                if run:
+                    transport.write(b"".join(run))
+                    run = []
+                transport.write(buf)
+            if run:
+                transport.write(b"".join(run) if len(run) > 1 else run[0])
+
+    async def _drain(self) -> None:
+        while self._write_paused:
+            if self._lost:
+                raise self.closed_error()
+            waiter = self._drain_waiter
+            if waiter is None:
+                assert self._loop is not None
+                waiter = self._drain_waiter = self._loop.create_future()
+            await waiter
+        if self._lost:
+            raise self.closed_error()
+
+    async def _wait_until_sent(self) -> None:
+        """Wait until the transport has handed every queued byte to the kernel."""
+        transport = self.transport
+        if transport is None or not transport.get_write_buffer_size():
+            return
+        s = self.settings
+        transport = self.transport
+        transport.set_write_buffer_limits(high=0, low=0)  # pauses us now, resumes at 0
+        try:
+            await self._drain()
+        finally:
+            if self.transport is not None:
+                self.transport.set_write_buffer_limits(
+                    high=s.write_high_water, low=s.write_low_water
+                )
+
+    async def _write_chunked(self, buffers: list[Buffer]) -> None:
+        assert self._loop is not None
+        self._flush()
+        done = self._large_writer = self._loop.create_future()
+        try:
+            await self._wait_until_sent()
+            for buf in buffers:
+                view = memoryview(buf)
+                for i in range(0, view.nbytes, LARGE_WRITE_CHUNK):
+                    transport = self.transport
+                    if transport is None or transport.is_closing():
+                        raise self.closed_error()
+                    transport.write(view[i : i + LARGE_WRITE_CHUNK])
+                    await self._wait_until_sent()
+        finally:
+            self._large_writer = None
+            done.set_result(None)
+
+    # -- ending ------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Send everything written so far, then close; bounded by timeouts.tcp
+        without progress."""
+        if self._closing:
+            return
+        self._closing = True
+        try:
+            while self._large_writer is not None:
+                await asyncio.shield(self._large_writer)
+            self._flush()
+        finally:
+            if self.transport is not None:
+                self.transport.close()
+        await self._wait_lost()
+
+    async def _wait_lost(self) -> None:
+        waiter = self._lost_waiter
+        if waiter is None or waiter.done():
+            return
+        last = -1
+        while not waiter.done():
+            transport = self.transport
+            pending = transport.get_write_buffer_size() if transport else 0
+            if pending == last:  # no byte left during a whole timeout: give up
+                self.abort()
+                return
+            last = pending
+            try:
+                await asyncio.wait_for(asyncio.shield(waiter), self.settings.tcp_timeout)
+            except asyncio.TimeoutError:
+                continue
+
+    def abort(self) -> None:
+        """Drop everything and close the connection now."""
+        self._closing = True
+        self._batch = []
+        if self.transport is not None:
+            self.transport.abort()

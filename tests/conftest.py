@@ -1,0 +1,59 @@
+"""Shared test set-up.
+
+Every async test runs on both event loops. The loop is created through
+distributed's own ``distributed.admin.event-loop`` setting (no loop policy is
+installed), and that setting stays in force while the test runs, so that anything
+the test starts (nannies, CLI subprocesses via :func:`loop_env`) uses the same loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Iterator
+
+import dask
+import pytest
+from distributed.config import get_loop_factory
+
+LOOPS = ("asyncio", "uvloop")
+
+
+def _make_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop]:
+    def factory() -> asyncio.AbstractEventLoop:
+        with dask.config.set({"distributed.admin.event-loop": name}):
+            make = get_loop_factory()
+        return make() if make is not None else asyncio.new_event_loop()
+
+    factory.loop_name = name  # type: ignore[attr-defined]
+    return factory
+
+
+def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> dict:
+    return {name: _make_factory(name) for name in LOOPS}
+
+
+@pytest.fixture(autouse=True)
+def loop_name(request: pytest.FixtureRequest) -> Iterator[str | None]:
+    """The event loop this test runs on (None for synchronous tests)."""
+    callspec = getattr(request.node, "callspec", None)
+    factory = callspec.params.get("_asyncio_loop_factory") if callspec else None
+    name = getattr(factory, "loop_name", None)
+    if name is None:
+        yield None
+        return
+    with dask.config.set({"distributed.admin.event-loop": name}):
+        yield name
+
+
+def running_loop_name() -> str:
+    loop = asyncio.get_running_loop()
+    return "uvloop" if type(loop).__module__.startswith("uvloop") else "asyncio"
+
+
+def loop_env(name: str | None) -> dict[str, str]:
+    """Environment for a subprocess that must use the same event loop."""
+    env = dict(os.environ)
+    if name:
+        env["DASK_DISTRIBUTED__ADMIN__EVENT_LOOP"] = name
+    return env

@@ -1,0 +1,226 @@
+"""The sans-I/O codec: no sockets, only bytes in and messages out."""
+
+from __future__ import annotations
+
+import random
+import struct
+
+import numpy as np
+import pytest
+from distributed.comm.tcp import _add_frames_header
+from distributed.protocol import dumps, to_serialize
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from asynciocomm.codec import FrameDecoder, encode_frames, encode_header
+from asynciocomm.errors import ProtocolError
+
+SMALL = dict(read_buffer=256, direct_read=64)
+
+
+def wire(frames: list) -> bytes:
+    buffers, total = encode_frames(frames, coalesce=16)
+    data = b"".join(bytes(memoryview(b).cast("B")) for b in buffers)
+    assert len(data) == total
+    return data
+
+
+def stock_wire(frames: list) -> bytes:
+    out, _, _ = _add_frames_header(list(frames))
+    return b"".join(bytes(memoryview(b).cast("B")) for b in out)
+
+
+def decode_all(data: bytes, splits: list[int] | None = None, **kw) -> list[list[bytes]]:
+    dec = FrameDecoder(**{**SMALL, **kw})
+    if splits is None:
+        dec.feed(data)
+    else:
+        pos = 0
+        for cut in sorted(splits) + [len(data)]:
+            dec.feed(data[pos:cut])
+            pos = max(pos, cut)
+    assert dec.at_boundary
+    out = []
+    while dec.messages:
+        out.append([bytes(f) for f in dec.pop()])
+    assert dec.queued_bytes == 0
+    return out
+
+
+MESSAGES = [
+    pytest.param([b"x"], id="one-byte"),
+    pytest.param([b""], id="one-empty"),
+    pytest.param([b"", b"", b"a"], id="empties"),
+    pytest.param([b"h" * 10, bytearray(b"d" * 100)], id="header+buffer"),
+    pytest.param([b"h" * 10, bytearray(b"d" * 64)], id="exactly-direct"),
+    pytest.param([b"a" * 63, b"b" * 63, b"c" * 63], id="run-split"),
+    pytest.param([b"p" * 3000, bytearray(b"d" * 100), bytearray(b"e" * 5)], id="pickle-then-buffers"),
+    pytest.param([b"s" * 1000], id="larger-than-read-buffer"),
+    pytest.param([bytes([i % 251]) * (i % 7) for i in range(200)], id="many-tiny"),
+]
+
+
+@pytest.mark.parametrize("frames", MESSAGES)
+@pytest.mark.parametrize("mode", ["whole", "bytewise", "random"])
+def test_roundtrip_table(frames: list, mode: str) -> None:
+    data = wire(frames)
+    if mode == "whole":
+        got = decode_all(data)
+    elif mode == "bytewise":
+        got = decode_all(data, splits=list(range(len(data))))
+    else:
+        rng = random.Random(len(data))
+        got = decode_all(data, splits=[rng.randrange(len(data) + 1) for _ in range(7)])
+    assert got == [[bytes(memoryview(f).cast("B")) for f in frames]]
+
+
+@pytest.mark.parametrize("frames", MESSAGES)
+def test_bytes_identical_to_stock_writer(frames: list) -> None:
+    assert wire(frames) == stock_wire(frames)
+
+
+def test_decodes_stock_writer_for_real_messages() -> None:
+    arr = np.arange(100_000, dtype="f8")
+    msgs = [
+        {"op": "ping"},
+        {"op": "compute", "data": to_serialize(arr), "other": to_serialize(arr[:10])},
+        {"x": [to_serialize(np.ones(i)) for i in range(20)]},
+        {"pickled": to_serialize(object)},
+    ]
+    stream = b"".join(stock_wire(list(dumps(m))) for m in msgs)
+    dec = FrameDecoder(read_buffer=4096, direct_read=1024)
+    rng = random.Random(0)
+    pos = 0
+    while pos < len(stream):
+        step = rng.randrange(1, 5000)
+        dec.feed(stream[pos : pos + step])
+        pos += step
+    assert len(dec.messages) == len(msgs)
+    for m in msgs:
+        assert [bytes(f) for f in dec.pop()] == [
+            bytes(memoryview(f).cast("B")) for f in dumps(m)
+        ]
+
+
+def test_many_messages_in_one_receive() -> None:
+    data = b"".join(wire([b"m%d" % i]) for i in range(10))
+    dec = FrameDecoder(read_buffer=4096, direct_read=512)
+    buf = dec.get_buffer()
+    buf[: len(data)] = data
+    dec.buffer_updated(len(data))
+    assert [bytes(dec.pop()[0]) for _ in range(10)] == [b"m%d" % i for i in range(10)]
+
+
+def test_large_frames_get_own_buffers_and_are_written_in_place() -> None:
+    allocations: list[int] = []
+
+    def alloc(n: int) -> memoryview:
+        allocations.append(n)
+        return memoryview(bytearray(n))
+
+    big = bytearray(b"B" * 5000)
+    small_shared = b"h" * 20
+    frames = [small_shared, big, bytearray(b"t" * 10)]
+    data = wire(frames)
+    dec = FrameDecoder(read_buffer=256, direct_read=64, allocate=alloc)
+    header_len = 16 + 8 * 3
+    dec.feed(data[: header_len + 20 + 10])
+    # The large frame's buffer now receives the kernel's bytes directly.
+    target = dec.get_buffer()
+    assert allocations == [5000]
+    assert target.nbytes == 5000 - 10
+    target[: 5000 - 10] = data[header_len + 30 : header_len + 20 + 5000]
+    dec.buffer_updated(5000 - 10)
+    dec.feed(data[header_len + 20 + 5000 :])
+    out = dec.pop()
+    assert [bytes(f) for f in out] == [bytes(f) for f in frames]
+    assert out[1].obj is not out[2].obj  # frames past the prefix never share
+    assert all(not f.readonly for f in out)
+
+
+def test_small_shared_frames_share_one_buffer() -> None:
+    frames = [b"a" * 5, b"b" * 7, b"c" * 9]
+    dec = FrameDecoder(**SMALL)
+    dec.feed(wire(frames))
+    out = dec.pop()
+    assert out[0].obj is out[1].obj is out[2].obj
+
+
+def test_header_larger_than_read_buffer() -> None:
+    frames = [b"%d" % (i % 10) for i in range(500)]  # 4 KiB of lengths
+    assert decode_all(wire(frames)) == [frames]
+
+
+@pytest.mark.parametrize(
+    "header, match",
+    [
+        (struct.pack("<QQ", 8, 0), "zero frames"),
+        (struct.pack("<QQ", 2**63, 2**63), "exceed the bound"),
+        (struct.pack("<QQ", 16, 10**9), "exceed the bound"),
+        (struct.pack("<QQ", 4, 1), "prefix 4 inconsistent"),
+        (struct.pack("<QQ", 2**62, 1), "inconsistent"),
+        (struct.pack("<QQQ", 16 + 3, 1, 5), "frame boundary"),
+        (struct.pack("<QQQ", 16 + 5, 1, 2**40), "exceeds the bound"),
+        (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "exceed the bound"),
+    ],
+)
+def test_malformed_headers_raise_and_allocate_nothing(header: bytes, match: str) -> None:
+    allocations: list[int] = []
+
+    def alloc(n: int) -> memoryview:
+        allocations.append(n)
+        return memoryview(bytearray(n))
+
+    dec = FrameDecoder(**SMALL, max_frames=1000, max_message=2**30, allocate=alloc)
+    with pytest.raises(ProtocolError, match=match):
+        dec.feed(header)
+    assert allocations == []
+    with pytest.raises(ProtocolError):
+        dec.feed(b"more")
+
+
+def test_truncation_is_visible() -> None:
+    data = wire([b"abc", bytearray(b"x" * 100)])
+    dec = FrameDecoder(**SMALL)
+    dec.feed(data[:-1])
+    assert not dec.at_boundary
+    assert dec.buffered_partial > 0
+    assert not dec.messages
+
+
+def test_config_bound_check() -> None:
+    with pytest.raises(ValueError):
+        FrameDecoder(read_buffer=100, direct_read=80)
+
+
+def test_encode_passes_large_frames_by_reference_as_bytes_views() -> None:
+    arr = np.arange(100_000, dtype="f8").reshape(100, 1000)
+    frames = [b"hdr", memoryview(arr)]
+    buffers, total = encode_frames(frames, coalesce=1024)
+    assert len(buffers) == 2
+    assert buffers[0][:16] == encode_header(frames, [3, arr.nbytes])[:16]
+    view = buffers[1]
+    assert isinstance(view, memoryview) and view.ndim == 1 and view.format == "B"
+    assert view.obj is arr or np.shares_memory(np.asarray(view), arr)
+    assert total == 16 + 16 + 3 + arr.nbytes
+
+
+frame_st = st.one_of(
+    st.binary(max_size=300),
+    st.binary(max_size=300).map(bytearray),
+)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    msgs=st.lists(st.lists(frame_st, min_size=1, max_size=12), min_size=1, max_size=6),
+    cuts=st.lists(st.integers(min_value=0, max_value=20_000), max_size=30),
+    direct=st.sampled_from([16, 64, 128]),
+)
+def test_hypothesis_roundtrip(msgs: list, cuts: list, direct: int) -> None:
+    data = b"".join(wire(m) for m in msgs)
+    got = decode_all(
+        data, splits=[c % (len(data) + 1) for c in cuts], read_buffer=256, direct_read=direct
+    )
+    assert got == [[bytes(f) for f in m] for m in msgs]
+    assert data == b"".join(stock_wire(m) for m in msgs)
