@@ -95,6 +95,7 @@ class AsyncioListener(BaseListener):
     ) -> None:
         super().__init__()
         self.prefix = prefix
+        self.encrypted = encrypted
         check_encryption(prefix, encrypted, address, connection_args)
         self.ip, self.port = parse_host_port(address, default_port)
         self.default_host = default_host

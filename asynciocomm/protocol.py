@@ -325,8 +325,13 @@ class FramedProtocol(asyncio.BufferedProtocol):
     # -- ending ------------------------------------------------------------------
 
     async def close(self) -> None:
-        """Send everything written so far, then close; bounded by timeouts.tcp
-        without progress."""
+        """Send everything written so far, then close.
+
+        Waiting for the send is bounded by the kernel's dead-peer detection
+        (keepalive and TCP_USER_TIMEOUT from ``timeouts.tcp``), as with the stock
+        comm; only the final close handshake (TLS close_notify) gets a timer, so a
+        large backlog is never cut short by it.
+        """
         if self._closing:
             return
         self._closing = True
@@ -334,27 +339,16 @@ class FramedProtocol(asyncio.BufferedProtocol):
             while self._large_writer is not None:
                 await asyncio.shield(self._large_writer)
             self._flush()
+            await self._wait_until_sent()
         finally:
             if self.transport is not None:
                 self.transport.close()
-        await self._wait_lost()
-
-    async def _wait_lost(self) -> None:
         waiter = self._lost_waiter
-        if waiter is None or waiter.done():
-            return
-        last = -1
-        while not waiter.done():
-            transport = self.transport
-            pending = transport.get_write_buffer_size() if transport else 0
-            if pending == last:  # no byte left during a whole timeout: give up
-                self.abort()
-                return
-            last = pending
+        if waiter is not None and not waiter.done():
             try:
-                await asyncio.wait_for(asyncio.shield(waiter), self.settings.tcp_timeout)
+                await asyncio.wait_for(asyncio.shield(waiter), self.settings.connect_timeout)
             except asyncio.TimeoutError:
-                continue
+                self.abort()
 
     def abort(self) -> None:
         """Drop everything and close the connection now."""

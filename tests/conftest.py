@@ -57,3 +57,29 @@ def loop_env(name: str | None) -> dict[str, str]:
     if name:
         env["DASK_DISTRIBUTED__ADMIN__EVENT_LOOP"] = name
     return env
+
+
+@pytest.fixture(scope="session")
+def certs(tmp_path_factory: pytest.TempPathFactory):
+    """A throwaway PKI (see tests/certs.py), generated once per session."""
+    from tests.certs import make_certs
+
+    return make_certs(str(tmp_path_factory.mktemp("certs")))
+
+
+def _variant_fixture(params: list):
+    @pytest.fixture(params=params)
+    def fixture(request: pytest.FixtureRequest):
+        variant = request.param
+        with variant.active():
+            yield variant
+
+    return fixture
+
+
+from tests.variants import OURS, variant_params  # noqa: E402
+
+#: Every transport variant, the stock tcp/tls comms included (as the reference).
+variant = _variant_fixture(variant_params())
+#: Only asynciocomm's variants.
+our_variant = _variant_fixture(variant_params(OURS))
