@@ -9,9 +9,10 @@ from typing import Any
 from distributed.comm.core import Comm, CommClosedError
 from distributed.comm.utils import from_frames, to_frames
 
-from asynciocomm.codec import encode_frames
+from asynciocomm.codec import encode_frames, encode_single
 from asynciocomm.config import C_INT_MAX
 from asynciocomm.protocol import FramedProtocol
+from asynciocomm.serialization import FALLBACK, MessageCodec
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ class AsyncioComm(Comm):
         self._local_addr = local_addr
         self._peer_addr = peer_addr
         self._coalesce = protocol.settings.coalesce
+        self._codec = MessageCodec()
         self._extra: dict[str, Any] = {}
         shard = protocol.settings.shard
         if protocol.extra_info("sslcontext") is not None:
@@ -77,49 +79,63 @@ class AsyncioComm(Comm):
     async def read(self, deserializers: Any = None) -> Any:
         if self._closed:
             raise CommClosedError(f"in {self}: comm was closed locally")
+        protocol = self._protocol
         try:
-            frames = await self._protocol.read()
+            item = protocol.read_nowait()
+            while item is None:
+                await protocol.readable()
+                item = protocol.read_nowait()
         except CommClosedError:
             self._closed = True
             self._finalizer.detach()
-            self._protocol.abort()
+            protocol.abort()
             raise
         except BaseException:
             # Cancelled or failed mid-read: the stream state is unknown, so the
             # only safe thing is to abort (as the stock comm does).
             self.abort()
             raise
+        frames, nbytes = item
         try:
-            return await from_frames(
-                frames,
-                deserialize=self.deserialize,
-                deserializers=deserializers,
-                allow_offload=self.allow_offload,
-            )
+            msg = self._codec.loads(frames, nbytes, self.deserialize, deserializers)
+            if msg is FALLBACK:
+                msg = await from_frames(
+                    frames,
+                    deserialize=self.deserialize,
+                    deserializers=deserializers,
+                    allow_offload=self.allow_offload,
+                )
         except EOFError:
             self.abort()
             raise CommClosedError(f"in {self}: aborted stream on truncated data")
+        return msg
 
     async def write(
         self, msg: Any, serializers: Any = None, on_error: str | None = "message"
     ) -> int:
         if self._closed:
             raise CommClosedError(f"in {self}: comm was closed locally")
-        frames = await to_frames(
-            msg,
-            allow_offload=self.allow_offload,
-            serializers=serializers,
-            on_error=on_error,
-            context={
-                "sender": self.local_info,
-                "recipient": self.remote_info,
-                **self.handshake_options,
-            },
-            frame_split_size=self.max_shard_size,
-        )
-        buffers, nbytes = encode_frames(frames, self._coalesce)
+        frame = self._codec.dumps(msg)
+        if frame is not FALLBACK:
+            buffers, nbytes = encode_single(frame, self._coalesce)
+        else:
+            frames = await to_frames(
+                msg,
+                allow_offload=self.allow_offload,
+                serializers=serializers,
+                on_error=on_error,
+                context={
+                    "sender": self.local_info,
+                    "recipient": self.remote_info,
+                    **self.handshake_options,
+                },
+                frame_split_size=self.max_shard_size,
+            )
+            buffers, nbytes = encode_frames(frames, self._coalesce)
         try:
-            await self._protocol.write(buffers, nbytes)
+            waiting = self._protocol.send(buffers, nbytes)
+            if waiting is not None:
+                await waiting
         except CommClosedError:
             self._closed = True
             self._finalizer.detach()

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, cast
 
 from asynciocomm.codec import Buffer, FrameDecoder, default_allocator
@@ -208,31 +208,50 @@ class FramedProtocol(asyncio.BufferedProtocol):
 
     # -- reading -----------------------------------------------------------------
 
-    async def read(self) -> list[memoryview]:
-        """The next message's frames; raises the translated error once the
-        connection has ended and every complete message has been read."""
+    def read_nowait(self) -> tuple[list[memoryview], int] | None:
+        """The next message's frames and size, or None if none has arrived yet.
+
+        Raises the translated error once the connection has ended and every
+        complete message has been read.
+        """
         decoder = self._decoder
-        while True:
-            if decoder.messages:
-                frames = decoder.pop()
-                if self._reading_paused and decoder.queued_bytes <= self.settings.read_pause // 2:
-                    self._reading_paused = False
-                    if self.transport is not None:
-                        self.transport.resume_reading()
-                return frames
-            if self._eof or self._lost or self._closing:
-                raise self.closed_error()
-            assert self._loop is not None
-            waiter = self._loop.create_future()
-            self._read_waiter = waiter
-            await waiter
+        if decoder.messages:
+            item = decoder.pop()
+            if self._reading_paused and decoder.queued_bytes <= self.settings.read_pause // 2:
+                self._reading_paused = False
+                if self.transport is not None:
+                    self.transport.resume_reading()
+            return item
+        if self._eof or self._lost or self._closing:
+            raise self.closed_error()
+        return None
+
+    def readable(self) -> asyncio.Future[None]:
+        """A future resolved when a message arrives or the connection ends."""
+        assert self._loop is not None
+        waiter = self._read_waiter = self._loop.create_future()
+        return waiter
 
     # -- writing -----------------------------------------------------------------
 
-    async def write(self, buffers: list[Buffer], nbytes: int) -> None:
-        """Queue one encoded message; wait while the peer is slower than us."""
+    def send(self, buffers: list[Buffer], nbytes: int) -> Coroutine[Any, Any, None] | None:
+        """Queue one encoded message. Returns None when done, or a coroutine the
+        caller must await (flow control, or ordering behind a chunked write)."""
         if self.is_closed:
             raise self.closed_error()
+        if self._large_writer is not None or (self._chunk_large and nbytes >= LARGE_WRITE_CHUNK):
+            return self._send_slow(buffers, nbytes)
+        self._batch.extend(buffers)
+        if self._flush_handle is None:
+            assert self._loop is not None
+            self._flush_handle = self._loop.call_soon(self._flush)
+        if self._write_paused or nbytes >= self.settings.write_high_water:
+            self._flush()
+            if self._write_paused:
+                return self._drain()
+        return None
+
+    async def _send_slow(self, buffers: list[Buffer], nbytes: int) -> None:
         while self._large_writer is not None:  # keep order behind a chunked write
             await asyncio.shield(self._large_writer)
             if self.is_closed:
@@ -240,13 +259,9 @@ class FramedProtocol(asyncio.BufferedProtocol):
         if self._chunk_large and nbytes >= LARGE_WRITE_CHUNK:
             await self._write_chunked(buffers)
             return
-        self._batch.extend(buffers)
-        if self._flush_handle is None:
-            assert self._loop is not None
-            self._flush_handle = self._loop.call_soon(self._flush)
-        if self._write_paused or nbytes >= self.settings.write_high_water:
-            self._flush()
-            await self._drain()
+        waiting = self.send(buffers, nbytes)
+        if waiting is not None:
+            await waiting
 
     def _flush(self) -> None:
         if self._flush_handle is not None:

@@ -12,7 +12,7 @@ from distributed.protocol import dumps, to_serialize
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asynciocomm.codec import FrameDecoder, encode_frames, encode_header
+from asynciocomm.codec import FrameDecoder, encode_frames, encode_header, encode_single
 from asynciocomm.errors import ProtocolError
 
 SMALL = dict(read_buffer=256, direct_read=64)
@@ -42,7 +42,9 @@ def decode_all(data: bytes, splits: list[int] | None = None, **kw) -> list[list[
     assert dec.at_boundary
     out = []
     while dec.messages:
-        out.append([bytes(f) for f in dec.pop()])
+        frames, nbytes = dec.pop()
+        assert nbytes == sum(f.nbytes for f in frames)
+        out.append([bytes(f) for f in frames])
     assert dec.queued_bytes == 0
     return out
 
@@ -97,7 +99,7 @@ def test_decodes_stock_writer_for_real_messages() -> None:
         pos += step
     assert len(dec.messages) == len(msgs)
     for m in msgs:
-        assert [bytes(f) for f in dec.pop()] == [
+        assert [bytes(f) for f in dec.pop()[0]] == [
             bytes(memoryview(f).cast("B")) for f in dumps(m)
         ]
 
@@ -108,7 +110,7 @@ def test_many_messages_in_one_receive() -> None:
     buf = dec.get_buffer()
     buf[: len(data)] = data
     dec.buffer_updated(len(data))
-    assert [bytes(dec.pop()[0]) for _ in range(10)] == [b"m%d" % i for i in range(10)]
+    assert [bytes(dec.pop()[0][0]) for _ in range(10)] == [b"m%d" % i for i in range(10)]
 
 
 def test_large_frames_get_own_buffers_and_are_written_in_place() -> None:
@@ -132,7 +134,7 @@ def test_large_frames_get_own_buffers_and_are_written_in_place() -> None:
     target[: 5000 - 10] = data[header_len + 30 : header_len + 20 + 5000]
     dec.buffer_updated(5000 - 10)
     dec.feed(data[header_len + 20 + 5000 :])
-    out = dec.pop()
+    out, _ = dec.pop()
     assert [bytes(f) for f in out] == [bytes(f) for f in frames]
     assert out[1].obj is not out[2].obj  # frames past the prefix never share
     assert all(not f.readonly for f in out)
@@ -142,7 +144,7 @@ def test_small_shared_frames_share_one_buffer() -> None:
     frames = [b"a" * 5, b"b" * 7, b"c" * 9]
     dec = FrameDecoder(**SMALL)
     dec.feed(wire(frames))
-    out = dec.pop()
+    out, _ = dec.pop()
     assert out[0].obj is out[1].obj is out[2].obj
 
 
@@ -224,3 +226,12 @@ def test_hypothesis_roundtrip(msgs: list, cuts: list, direct: int) -> None:
     )
     assert got == [[bytes(f) for f in m] for m in msgs]
     assert data == b"".join(stock_wire(m) for m in msgs)
+
+
+@pytest.mark.parametrize("n", [0, 1, 15, 16, 17, 5000])
+def test_encode_single_matches_general_encoder(n: int) -> None:
+    frame = bytes(range(256)) * (n // 256) + b"z" * (n % 256)
+    single, total = encode_single(frame, coalesce=16)
+    general, total2 = encode_frames([frame], coalesce=16)
+    assert total == total2
+    assert b"".join(map(bytes, single)) == b"".join(map(bytes, general)) == stock_wire([frame])
