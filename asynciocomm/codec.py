@@ -36,6 +36,8 @@ from __future__ import annotations
 
 import struct
 from collections import deque
+
+import cython
 from collections.abc import Callable, Sequence
 from typing import Union
 
@@ -69,6 +71,7 @@ def default_allocator() -> Allocator:
     return host_array
 
 
+@cython.cclass
 class FrameDecoder:
     """Incremental decoder of distributed's tcp framing.
 
@@ -76,14 +79,35 @@ class FrameDecoder:
     ``asyncio.BufferedProtocol`` does) or with :meth:`feed` (copies, for tests and
     plain ``data_received`` users). Complete messages appear in :attr:`messages` as
     lists of writable memoryviews; :attr:`queued_bytes` counts their payload.
+
+    This module is also compiled by Cython (pure-Python mode) into
+    ``asynciocomm._ccodec``; the declarations below type the fields there and are
+    plain class attributes here.
     """
 
-    __slots__ = (
-        "_buf", "_view", "_cap", "_start", "_end", "_state", "_need",
-        "_direct_read", "_max_frames", "_max_message", "_allocate",
-        "_prefix", "_nframes", "_blocks", "_block", "_frames", "_msg_nbytes",
-        "_target", "_tpos", "_tend", "messages", "_sizes", "queued_bytes",
-    )  # fmt: skip
+    _buf = cython.declare(bytearray)
+    _view = cython.declare(object)
+    _cap = cython.declare(cython.Py_ssize_t)
+    _start = cython.declare(cython.Py_ssize_t)
+    _end = cython.declare(cython.Py_ssize_t)
+    _state = cython.declare(cython.int)
+    _need = cython.declare(cython.Py_ssize_t)
+    _direct_read = cython.declare(cython.Py_ssize_t)
+    _max_frames = cython.declare(cython.Py_ssize_t)
+    _max_message = cython.declare(cython.Py_ssize_t)
+    _allocate = cython.declare(object)
+    _prefix = cython.declare(cython.Py_ssize_t)
+    _nframes = cython.declare(cython.Py_ssize_t)
+    _blocks = cython.declare(list)
+    _block = cython.declare(cython.Py_ssize_t)
+    _frames = cython.declare(list)
+    _msg_nbytes = cython.declare(cython.Py_ssize_t)
+    _target = cython.declare(object)
+    _tpos = cython.declare(cython.Py_ssize_t)
+    _tend = cython.declare(cython.Py_ssize_t)
+    _sizes = cython.declare(object)
+    messages = cython.declare(object, visibility="readonly")
+    queued_bytes = cython.declare(cython.Py_ssize_t, visibility="readonly")
 
     def __init__(
         self,
@@ -197,8 +221,10 @@ class FrameDecoder:
 
     def _parse(self) -> None:
         buf = self._buf
-        start = self._start
-        end = self._end
+        start: cython.Py_ssize_t = self._start
+        end: cython.Py_ssize_t = self._end
+        size: cython.Py_ssize_t
+        need: cython.Py_ssize_t
         try:
             while True:
                 state = self._state
@@ -274,6 +300,11 @@ class FrameDecoder:
             )
 
     def _plan(self, lengths: Sequence[int]) -> None:
+        length: cython.Py_ssize_t
+        run_size: cython.Py_ssize_t
+        acc: cython.Py_ssize_t
+        shared_bytes: cython.Py_ssize_t
+        direct_read: cython.Py_ssize_t
         total = sum(lengths)
         if total > self._max_message:
             raise self._fail(
@@ -352,6 +383,8 @@ class FrameDecoder:
             self._complete_block(target)
 
     def _complete_block(self, block: bytearray | memoryview) -> None:
+        pos: cython.Py_ssize_t
+        length: cython.Py_ssize_t
         lengths = self._blocks[self._block][0]
         view = block if isinstance(block, memoryview) else memoryview(block)
         frames = self._frames

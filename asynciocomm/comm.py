@@ -9,7 +9,7 @@ from typing import Any
 from distributed.comm.core import Comm, CommClosedError
 from distributed.comm.utils import from_frames, to_frames
 
-from asynciocomm.codec import encode_frames, encode_single
+from asynciocomm.speedups import encode_frames, encode_single
 from asynciocomm.config import C_INT_MAX
 from asynciocomm.protocol import FramedProtocol
 from asynciocomm.serialization import FALLBACK, MessageCodec

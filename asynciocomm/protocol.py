@@ -33,7 +33,8 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any, cast
 
-from asynciocomm.codec import Buffer, FrameDecoder, default_allocator
+from asynciocomm.codec import Buffer, default_allocator
+from asynciocomm.speedups import FrameDecoder
 from asynciocomm.config import Settings
 from asynciocomm.errors import ProtocolError, translate
 from asynciocomm.sockopts import configure_socket
@@ -90,6 +91,7 @@ class FramedProtocol(asyncio.BufferedProtocol):
         self._write_paused = False
         self._drain_waiter: asyncio.Future[None] | None = None
         self._batch: list[Buffer] = []
+        self._batch_nbytes = 0
         self._flush_handle: asyncio.Handle | None = None
         self._by_reference = False
         self._chunk_large = False
@@ -149,6 +151,7 @@ class FramedProtocol(asyncio.BufferedProtocol):
             self._exc = exc
         self._check_truncated()
         self._batch = []
+        self._batch_nbytes = 0
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
@@ -242,10 +245,14 @@ class FramedProtocol(asyncio.BufferedProtocol):
         if self._large_writer is not None or (self._chunk_large and nbytes >= LARGE_WRITE_CHUNK):
             return self._send_slow(buffers, nbytes)
         self._batch.extend(buffers)
+        self._batch_nbytes += nbytes
         if self._flush_handle is None:
             assert self._loop is not None
             self._flush_handle = self._loop.call_soon(self._flush)
-        if self._write_paused or nbytes >= self.settings.write_high_water:
+        if self._write_paused or self._batch_nbytes >= self.settings.write_high_water:
+            # The batch counts against the high-water mark like the transport's
+            # buffer: a tight write loop that never yields still gets flushed
+            # and, once the transport is full, waits.
             self._flush()
             if self._write_paused:
                 return self._drain()
@@ -271,6 +278,7 @@ class FramedProtocol(asyncio.BufferedProtocol):
         if not batch or self.transport is None:
             return
         self._batch = []
+        self._batch_nbytes = 0
         transport = self.transport
         if len(batch) == 1:
             transport.write(batch[0])
@@ -369,5 +377,6 @@ class FramedProtocol(asyncio.BufferedProtocol):
         """Drop everything and close the connection now."""
         self._closing = True
         self._batch = []
+        self._batch_nbytes = 0
         if self.transport is not None:
             self.transport.abort()

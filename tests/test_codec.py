@@ -12,14 +12,21 @@ from distributed.protocol import dumps, to_serialize
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asynciocomm.codec import FrameDecoder, encode_frames, encode_header, encode_single
+from asynciocomm import codec, speedups
+from asynciocomm.codec import encode_header
 from asynciocomm.errors import ProtocolError
+
+# The same tests run on the pure-Python codec and on its compiled twin.
+IMPLS = [pytest.param(codec, id="pure")]
+if speedups.COMPILED:
+    IMPLS.append(pytest.param(speedups.impl, id="compiled"))
+pytestmark = pytest.mark.parametrize("impl", IMPLS)
 
 SMALL = dict(read_buffer=256, direct_read=64)
 
 
-def wire(frames: list) -> bytes:
-    buffers, total = encode_frames(frames, coalesce=16)
+def wire(frames: list, impl=codec) -> bytes:
+    buffers, total = impl.encode_frames(frames, coalesce=16)
     data = b"".join(bytes(memoryview(b).cast("B")) for b in buffers)
     assert len(data) == total
     return data
@@ -30,8 +37,10 @@ def stock_wire(frames: list) -> bytes:
     return b"".join(bytes(memoryview(b).cast("B")) for b in out)
 
 
-def decode_all(data: bytes, splits: list[int] | None = None, **kw) -> list[list[bytes]]:
-    dec = FrameDecoder(**{**SMALL, **kw})
+def decode_all(
+    data: bytes, splits: list[int] | None = None, impl=codec, **kw
+) -> list[list[bytes]]:
+    dec = impl.FrameDecoder(**{**SMALL, **kw})
     if splits is None:
         dec.feed(data)
     else:
@@ -64,24 +73,24 @@ MESSAGES = [
 
 @pytest.mark.parametrize("frames", MESSAGES)
 @pytest.mark.parametrize("mode", ["whole", "bytewise", "random"])
-def test_roundtrip_table(frames: list, mode: str) -> None:
-    data = wire(frames)
+def test_roundtrip_table(frames: list, mode: str, impl) -> None:
+    data = wire(frames, impl)
     if mode == "whole":
-        got = decode_all(data)
+        got = decode_all(data, impl=impl)
     elif mode == "bytewise":
-        got = decode_all(data, splits=list(range(len(data))))
+        got = decode_all(data, splits=list(range(len(data))), impl=impl)
     else:
         rng = random.Random(len(data))
-        got = decode_all(data, splits=[rng.randrange(len(data) + 1) for _ in range(7)])
+        got = decode_all(data, splits=[rng.randrange(len(data) + 1) for _ in range(7)], impl=impl)
     assert got == [[bytes(memoryview(f).cast("B")) for f in frames]]
 
 
 @pytest.mark.parametrize("frames", MESSAGES)
-def test_bytes_identical_to_stock_writer(frames: list) -> None:
-    assert wire(frames) == stock_wire(frames)
+def test_bytes_identical_to_stock_writer(frames: list, impl) -> None:
+    assert wire(frames, impl) == stock_wire(frames)
 
 
-def test_decodes_stock_writer_for_real_messages() -> None:
+def test_decodes_stock_writer_for_real_messages(impl) -> None:
     arr = np.arange(100_000, dtype="f8")
     msgs = [
         {"op": "ping"},
@@ -90,7 +99,7 @@ def test_decodes_stock_writer_for_real_messages() -> None:
         {"pickled": to_serialize(object)},
     ]
     stream = b"".join(stock_wire(list(dumps(m))) for m in msgs)
-    dec = FrameDecoder(read_buffer=4096, direct_read=1024)
+    dec = impl.FrameDecoder(read_buffer=4096, direct_read=1024)
     rng = random.Random(0)
     pos = 0
     while pos < len(stream):
@@ -104,16 +113,16 @@ def test_decodes_stock_writer_for_real_messages() -> None:
         ]
 
 
-def test_many_messages_in_one_receive() -> None:
-    data = b"".join(wire([b"m%d" % i]) for i in range(10))
-    dec = FrameDecoder(read_buffer=4096, direct_read=512)
+def test_many_messages_in_one_receive(impl) -> None:
+    data = b"".join(wire([b"m%d" % i], impl) for i in range(10))
+    dec = impl.FrameDecoder(read_buffer=4096, direct_read=512)
     buf = dec.get_buffer()
     buf[: len(data)] = data
     dec.buffer_updated(len(data))
     assert [bytes(dec.pop()[0][0]) for _ in range(10)] == [b"m%d" % i for i in range(10)]
 
 
-def test_large_frames_get_own_buffers_and_are_written_in_place() -> None:
+def test_large_frames_get_own_buffers_and_are_written_in_place(impl) -> None:
     allocations: list[int] = []
 
     def alloc(n: int) -> memoryview:
@@ -123,8 +132,8 @@ def test_large_frames_get_own_buffers_and_are_written_in_place() -> None:
     big = bytearray(b"B" * 5000)
     small_shared = b"h" * 20
     frames = [small_shared, big, bytearray(b"t" * 10)]
-    data = wire(frames)
-    dec = FrameDecoder(read_buffer=256, direct_read=64, allocate=alloc)
+    data = wire(frames, impl)
+    dec = impl.FrameDecoder(read_buffer=256, direct_read=64, allocate=alloc)
     header_len = 16 + 8 * 3
     dec.feed(data[: header_len + 20 + 10])
     # The large frame's buffer now receives the kernel's bytes directly.
@@ -140,17 +149,17 @@ def test_large_frames_get_own_buffers_and_are_written_in_place() -> None:
     assert all(not f.readonly for f in out)
 
 
-def test_small_shared_frames_share_one_buffer() -> None:
+def test_small_shared_frames_share_one_buffer(impl) -> None:
     frames = [b"a" * 5, b"b" * 7, b"c" * 9]
-    dec = FrameDecoder(**SMALL)
-    dec.feed(wire(frames))
+    dec = impl.FrameDecoder(**SMALL)
+    dec.feed(wire(frames, impl))
     out, _ = dec.pop()
     assert out[0].obj is out[1].obj is out[2].obj
 
 
-def test_header_larger_than_read_buffer() -> None:
+def test_header_larger_than_read_buffer(impl) -> None:
     frames = [b"%d" % (i % 10) for i in range(500)]  # 4 KiB of lengths
-    assert decode_all(wire(frames)) == [frames]
+    assert decode_all(wire(frames, impl), impl=impl) == [frames]
 
 
 @pytest.mark.parametrize(
@@ -166,14 +175,14 @@ def test_header_larger_than_read_buffer() -> None:
         (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "exceed the bound"),
     ],
 )
-def test_malformed_headers_raise_and_allocate_nothing(header: bytes, match: str) -> None:
+def test_malformed_headers_raise_and_allocate_nothing(header: bytes, match: str, impl) -> None:
     allocations: list[int] = []
 
     def alloc(n: int) -> memoryview:
         allocations.append(n)
         return memoryview(bytearray(n))
 
-    dec = FrameDecoder(**SMALL, max_frames=1000, max_message=2**30, allocate=alloc)
+    dec = impl.FrameDecoder(**SMALL, max_frames=1000, max_message=2**30, allocate=alloc)
     with pytest.raises(ProtocolError, match=match):
         dec.feed(header)
     assert allocations == []
@@ -181,24 +190,24 @@ def test_malformed_headers_raise_and_allocate_nothing(header: bytes, match: str)
         dec.feed(b"more")
 
 
-def test_truncation_is_visible() -> None:
-    data = wire([b"abc", bytearray(b"x" * 100)])
-    dec = FrameDecoder(**SMALL)
+def test_truncation_is_visible(impl) -> None:
+    data = wire([b"abc", bytearray(b"x" * 100)], impl)
+    dec = impl.FrameDecoder(**SMALL)
     dec.feed(data[:-1])
     assert not dec.at_boundary
     assert dec.buffered_partial > 0
     assert not dec.messages
 
 
-def test_config_bound_check() -> None:
+def test_config_bound_check(impl) -> None:
     with pytest.raises(ValueError):
-        FrameDecoder(read_buffer=100, direct_read=80)
+        impl.FrameDecoder(read_buffer=100, direct_read=80)
 
 
-def test_encode_passes_large_frames_by_reference_as_bytes_views() -> None:
+def test_encode_passes_large_frames_by_reference_as_bytes_views(impl) -> None:
     arr = np.arange(100_000, dtype="f8").reshape(100, 1000)
     frames = [b"hdr", memoryview(arr)]
-    buffers, total = encode_frames(frames, coalesce=1024)
+    buffers, total = impl.encode_frames(frames, coalesce=1024)
     assert len(buffers) == 2
     assert buffers[0][:16] == encode_header(frames, [3, arr.nbytes])[:16]
     view = buffers[1]
@@ -219,19 +228,32 @@ frame_st = st.one_of(
     cuts=st.lists(st.integers(min_value=0, max_value=20_000), max_size=30),
     direct=st.sampled_from([16, 64, 128]),
 )
-def test_hypothesis_roundtrip(msgs: list, cuts: list, direct: int) -> None:
-    data = b"".join(wire(m) for m in msgs)
+def test_hypothesis_roundtrip(msgs: list, cuts: list, direct: int, impl) -> None:
+    data = b"".join(wire(m, impl) for m in msgs)
     got = decode_all(
-        data, splits=[c % (len(data) + 1) for c in cuts], read_buffer=256, direct_read=direct
+        data,
+        splits=[c % (len(data) + 1) for c in cuts],
+        impl=impl,
+        read_buffer=256,
+        direct_read=direct,
     )
     assert got == [[bytes(f) for f in m] for m in msgs]
     assert data == b"".join(stock_wire(m) for m in msgs)
 
 
 @pytest.mark.parametrize("n", [0, 1, 15, 16, 17, 5000])
-def test_encode_single_matches_general_encoder(n: int) -> None:
+def test_encode_single_matches_general_encoder(n: int, impl) -> None:
     frame = bytes(range(256)) * (n // 256) + b"z" * (n % 256)
-    single, total = encode_single(frame, coalesce=16)
-    general, total2 = encode_frames([frame], coalesce=16)
+    single, total = impl.encode_single(frame, coalesce=16)
+    general, total2 = impl.encode_frames([frame], coalesce=16)
     assert total == total2
     assert b"".join(map(bytes, single)) == b"".join(map(bytes, general)) == stock_wire([frame])
+
+
+def test_compiled_codec_is_built_unless_pure_is_forced(impl) -> None:
+    """CI installs with Cython and a compiler: the twin must really be there."""
+    if speedups.FORCE_PURE:
+        assert speedups.impl is codec
+    else:
+        assert speedups.COMPILED, "asynciocomm._ccodec was not built"
+        assert speedups.impl.__file__.endswith((".so", ".pyd"))
