@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import dask
 import yaml
@@ -54,20 +55,24 @@ def _bytes(value: str | int) -> int:
 
 def load_settings() -> Settings:
     """Read and validate the current configuration."""
-    cfg = dask.config.get("distributed.comm.asyncio")
-    max_message = cfg["max-message"]
+    def get(key: str) -> Any:
+        # dask.config.get treats "read-pause" and "read_pause" alike (environment
+        # variables produce the latter); the raw dict does not.
+        return dask.config.get(f"distributed.comm.asyncio.{key}")
+
+    max_message = get("max-message")
     if max_message == "auto":
         from distributed.system import MEMORY_LIMIT
 
         max_message = int(MEMORY_LIMIT)
     settings = Settings(
-        read_buffer=_bytes(cfg["read-buffer"]),
-        direct_read=_bytes(cfg["direct-read"]),
-        coalesce=_bytes(cfg["coalesce"]),
-        write_high_water=_bytes(cfg["write-high-water"]),
-        write_low_water=_bytes(cfg["write-low-water"]),
-        read_pause=_bytes(cfg["read-pause"]),
-        max_frames=int(cfg["max-frames"]),
+        read_buffer=_bytes(get("read-buffer")),
+        direct_read=_bytes(get("direct-read")),
+        coalesce=_bytes(get("coalesce")),
+        write_high_water=_bytes(get("write-high-water")),
+        write_low_water=_bytes(get("write-low-water")),
+        read_pause=_bytes(get("read-pause")),
+        max_frames=int(get("max-frames")),
         max_message=_bytes(max_message),
         connect_timeout=parse_timedelta(
             dask.config.get("distributed.comm.timeouts.connect"), default="seconds"

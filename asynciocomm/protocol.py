@@ -134,14 +134,15 @@ class FramedProtocol(asyncio.BufferedProtocol):
                 self._read_waiter = None
                 if not waiter.done():
                     waiter.set_result(None)
-            if decoder.queued_bytes > self.settings.read_pause and not self._reading_paused:
+            if not self._reading_paused and (
+                decoder.deferred or decoder.queued_bytes > self.settings.read_pause
+            ):
                 self._reading_paused = True
                 assert self.transport is not None
                 self.transport.pause_reading()
 
     def eof_received(self) -> bool:
         self._eof = True
-        self._check_truncated()
         self._wake_reader()
         return False  # close our side too; close() has nothing left to say
 
@@ -149,7 +150,6 @@ class FramedProtocol(asyncio.BufferedProtocol):
         self._lost = True
         if self._exc is None:
             self._exc = exc
-        self._check_truncated()
         self._batch = []
         self._batch_nbytes = 0
         if self._flush_handle is not None:
@@ -170,12 +170,6 @@ class FramedProtocol(asyncio.BufferedProtocol):
 
     # -- state helpers -----------------------------------------------------------
 
-    def _check_truncated(self) -> None:
-        if self._exc is None and not self._decoder.at_boundary:
-            self._exc = ProtocolError(
-                "connection closed in the middle of a message "
-                f"({self._decoder.buffered_partial} bytes of it received)"
-            )
 
     def _protocol_failure(self, exc: ProtocolError) -> None:
         logger.warning("Aborting %s: %s", self.name, exc)
@@ -204,7 +198,13 @@ class FramedProtocol(asyncio.BufferedProtocol):
 
     def closed_error(self) -> Exception:
         """The distributed error describing why this connection ended."""
-        return translate(self.name, self._exc)
+        exc = self._exc
+        if exc is None and (self._eof or self._lost) and not self._decoder.at_boundary:
+            exc = ProtocolError(
+                "connection closed in the middle of a message "
+                f"({self._decoder.buffered_partial} bytes of it received)"
+            )
+        return translate(self.name, exc)
 
     def extra_info(self, name: str, default: Any = None) -> Any:
         return default if self.transport is None else self.transport.get_extra_info(name, default)
@@ -220,7 +220,18 @@ class FramedProtocol(asyncio.BufferedProtocol):
         decoder = self._decoder
         if decoder.messages:
             item = decoder.pop()
-            if self._reading_paused and decoder.queued_bytes <= self.settings.read_pause // 2:
+            if decoder.deferred and not decoder.messages:
+                # The reader caught up: let the held-back large frame in now, so
+                # the kernel fills it while the caller handles this message.
+                try:
+                    decoder.resume()
+                except ProtocolError as exc:
+                    self._protocol_failure(exc)
+            if (
+                self._reading_paused
+                and not decoder.deferred
+                and decoder.queued_bytes <= self.settings.read_pause // 2
+            ):
                 self._reading_paused = False
                 if self.transport is not None:
                     self.transport.resume_reading()

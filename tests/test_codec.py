@@ -48,12 +48,14 @@ def decode_all(
         for cut in sorted(splits) + [len(data)]:
             dec.feed(data[pos:cut])
             pos = max(pos, cut)
-    assert dec.at_boundary
     out = []
-    while dec.messages:
+    while dec.messages:  # consume as the protocol does: take, then resume
         frames, nbytes = dec.pop()
         assert nbytes == sum(f.nbytes for f in frames)
         out.append([bytes(f) for f in frames])
+        if not dec.messages:
+            dec.resume()
+    assert dec.at_boundary and not dec.deferred
     assert dec.queued_bytes == 0
     return out
 
@@ -106,11 +108,13 @@ def test_decodes_stock_writer_for_real_messages(impl) -> None:
         step = rng.randrange(1, 5000)
         dec.feed(stream[pos : pos + step])
         pos += step
-    assert len(dec.messages) == len(msgs)
     for m in msgs:
         assert [bytes(f) for f in dec.pop()[0]] == [
             bytes(memoryview(f).cast("B")) for f in dumps(m)
         ]
+        if not dec.messages:
+            dec.resume()
+    assert not dec.messages and dec.at_boundary
 
 
 def test_many_messages_in_one_receive(impl) -> None:
@@ -257,3 +261,35 @@ def test_compiled_codec_is_built_unless_pure_is_forced(impl) -> None:
     else:
         assert speedups.COMPILED, "asynciocomm._ccodec was not built"
         assert speedups.impl.__file__.endswith((".so", ".pyd"))
+
+
+def test_large_allocation_waits_until_earlier_messages_are_taken(impl) -> None:
+    allocations: list[int] = []
+
+    def alloc(n: int) -> memoryview:
+        allocations.append(n)
+        return memoryview(bytearray(n))
+
+    big = codec.DEFER_ALLOCATION
+    first = wire([b"first"], impl)
+    small = wire([b"h" * 10, bytearray(b"b" * 100)], impl)  # direct, but cheap
+    second = wire([b"h" * 10, bytearray(b"B" * big)], impl)
+    dec = impl.FrameDecoder(read_buffer=256, direct_read=64, allocate=alloc)
+    dec.feed(first + small + second[:50])
+    assert len(dec.messages) == 2 and allocations == [100]
+    assert dec.deferred  # held back: "first" and the small one are unread
+    assert [bytes(f) for f in dec.pop()[0]] == [b"first"]
+    assert [bytes(f) for f in dec.pop()[0]] == [b"h" * 10, b"b" * 100]
+    dec.resume()
+    assert not dec.deferred and allocations == [100, big]
+    dec.feed(second[50:])
+    assert [bytes(f) for f in dec.pop()[0]] == [b"h" * 10, b"B" * big]
+
+
+def test_deferred_decoder_still_accepts_input_when_asked(impl) -> None:
+    dec = impl.FrameDecoder(read_buffer=256, direct_read=64)
+    big = codec.DEFER_ALLOCATION
+    data = wire([b"a"], impl) + wire([bytearray(b"C" * big)], impl)
+    dec.feed(data)  # feed keeps asking for buffers: the deferral must give way
+    assert not dec.deferred
+    assert [bytes(dec.pop()[0][0]) for _ in range(2)] == [b"a", b"C" * big]
