@@ -1,0 +1,37 @@
+"""The README's set-up commands stay true: CI runs exactly the documented test
+command, and the documented entry points exist."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _read(*parts: str) -> str:
+    with open(os.path.join(ROOT, *parts)) as f:
+        return f.read()
+
+
+def _setup_commands() -> list[str]:
+    section = _read("README.md").split("## Set-up", 1)[1].split("\n## ", 1)[0]
+    return [c.strip() for c in re.findall(r"```\n(.+?)\n\s*```", section)]
+
+
+def test_readme_has_two_setup_commands() -> None:
+    bench, tests = _setup_commands()
+    assert "asynciocomm-bench" in bench and "pip install" in bench
+    assert "pytest" in tests and "pip install" in tests
+
+
+def test_ci_runs_the_readme_test_command_verbatim() -> None:
+    _, tests = _setup_commands()
+    ci_lines = [line.strip() for line in _read(".ci", "run").splitlines()]
+    assert tests.strip() in ci_lines
+
+
+def test_bench_console_script_is_declared() -> None:
+    assert 'asynciocomm-bench = "bench.cli:main"' in _read("pyproject.toml")
+    assert shutil.which("asynciocomm-bench") is not None
