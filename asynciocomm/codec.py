@@ -79,6 +79,10 @@ def default_allocator() -> Allocator:
     return host_array
 
 
+def _scratch_allocate(n: int) -> memoryview:
+    return default_allocator()(n)
+
+
 @cython.cclass
 class FrameDecoder:
     """Incremental decoder of distributed's tcp framing.
@@ -93,7 +97,6 @@ class FrameDecoder:
     plain class attributes here.
     """
 
-    _buf = cython.declare(bytearray)
     _view = cython.declare(object)
     _cap = cython.declare(cython.Py_ssize_t)
     _start = cython.declare(cython.Py_ssize_t)
@@ -130,8 +133,10 @@ class FrameDecoder:
     ) -> None:
         if not 0 < direct_read <= read_buffer // 2:
             raise ValueError("direct_read must be positive and <= read_buffer / 2")
-        self._buf = bytearray(read_buffer)
-        self._view = memoryview(self._buf)
+        # Uninitialized (numpy.empty when available): a page costs memory only
+        # once data lands in it, so thousands of mostly idle comms stay cheap,
+        # where a zero-filled bytearray would commit the whole buffer up front.
+        self._view = _scratch_allocate(read_buffer)
         self._cap = read_buffer
         self._start = 0  # first unparsed byte in _buf
         self._end = 0  # end of received bytes in _buf
@@ -184,7 +189,7 @@ class FrameDecoder:
         if start and (self._end == self._cap or start + self._need > self._cap):
             # Move the partial element to the front: at most one block (< cap / 2).
             end = self._end
-            self._buf[: end - start] = self._view[start:end]
+            self._view[: end - start] = bytes(self._view[start:end])
             self._start = 0
             self._end = end - start
         return self._view[self._end :]
@@ -252,7 +257,7 @@ class FrameDecoder:
         return ProtocolError(msg)
 
     def _parse(self) -> None:
-        buf = self._buf
+        buf = self._view
         start: cython.Py_ssize_t = self._start
         end: cython.Py_ssize_t = self._end
         size: cython.Py_ssize_t
