@@ -1,0 +1,187 @@
+"""The ``asynciocomm-bench`` command line (also ``python -m bench``)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.options import (CLUSTER_BOUNDS, COMM_BOUNDS, BenchError,
+                           available_default_schemes, check_loops, check_schemes)
+
+SUBCOMMANDS = ("comm", "cluster", "profile", "report", "quick", "all")
+#: ``all`` starts no cluster repetition that would end after this (seconds),
+#: leaving room for the profile runs, so that a full run stays under 15 min.
+ALL_DEADLINE_S = 870.0
+PROFILE_RESERVE_S = 90.0
+
+
+def _csv(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def _gcs(text: str) -> list[bool]:
+    out = []
+    for t in _csv(text):
+        if t not in ("on", "off"):
+            raise BenchError(f"--gc takes on, off or on,off; got {t!r}")
+        out.append(t == "on")
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand."""
+    p = argparse.ArgumentParser(
+        prog="asynciocomm-bench",
+        description="A/B benchmarks of distributed comm backends (default: quick).")
+    sub = p.add_subparsers(dest="cmd")
+    helps = {"comm": "comm level: ping, stream, bulk, concurrency, with references",
+             "cluster": "scheduler-bound workloads on local clusters",
+             "profile": "py-spy on the scheduler during a cluster workload",
+             "report": "re-render saved results into markdown + PNG",
+             "quick": "summary A/B run under about 2 minutes (the default)",
+             "all": "the full run: comm, cluster and profile with full bounds"}
+    for name in SUBCOMMANDS:
+        sp = sub.add_parser(name, help=helps[name], description=helps[name])
+        sp.add_argument("--schemes", type=_csv, default=None,
+                        help="comma-separated schemes (tcp, tls, asyncio, asyncio+tls, "
+                             "or any distributed.comm.backends entry point)")
+        sp.add_argument("--loops", type=_csv, default=None,
+                        help="comma-separated event loops: asyncio, uvloop")
+        sp.add_argument("--out", type=Path, default=None,
+                        help="output directory (default ./bench-results/<timestamp>)")
+        sp.add_argument("--quiet", action="store_true", help="no progress bar")
+        sp.add_argument("--no-plots", action="store_true", help="skip PNG plots")
+        if name == "report":
+            sp.add_argument("results", type=Path, help="results.json or its directory")
+            sp.add_argument("--name", default="report.md", help="markdown file name")
+            continue
+        sp.add_argument("--size", choices=("full", "quick", "smoke"),
+                        default="quick" if name == "quick" else "full",
+                        help="preset of counts and time bounds")
+        sp.add_argument("--reps", type=int, default=None, help="repetitions")
+        if name in ("comm", "quick", "all"):
+            sp.add_argument("--no-refs", action="store_true",
+                            help="skip the rawsock / rawaio / proto references")
+        if name in ("cluster", "profile", "quick", "all"):
+            sp.add_argument("--gc", type=_gcs, default=None,
+                            help="scheduler GC: on, off or on,off")
+            sp.add_argument("--workers", type=int, default=None)
+            sp.add_argument("--threads", type=int, default=None)
+            sp.add_argument("--wide", type=int, default=None, help="tasks of the wide map")
+        if name in ("profile", "all"):
+            sp.add_argument("--tasks", type=int, default=None,
+                            help="wide tasks of the profiled workload")
+            sp.add_argument("--no-native", action="store_true",
+                            help="no native stacks (faster, but GC is invisible)")
+    return p
+
+
+def _defaults(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    quick = args.cmd == "quick"
+    if args.schemes is None:
+        schemes = [s for s in available_default_schemes()
+                   if not quick or s in ("tcp", "asyncio")]
+        if args.cmd in ("cluster", "profile"):
+            schemes = [s for s in schemes if s in ("tcp", "asyncio")]
+    else:
+        schemes = check_schemes(args.schemes)
+    loops = check_loops(args.loops if args.loops is not None else ["asyncio", "uvloop"])
+    return schemes, loops
+
+
+def _replace(bounds: Any, **kw: Any) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(bounds, **{k: v for k, v in kw.items() if v is not None})
+
+
+def run(args: argparse.Namespace) -> Path:
+    """Run a subcommand; returns the output directory."""
+    from bench import environment, plots, report, results
+
+    if args.cmd == "report":
+        doc = results.load(args.results)
+        out = args.out or (args.results if args.results.is_dir() else args.results.parent)
+        out.mkdir(parents=True, exist_ok=True)
+        pl = {} if args.no_plots else plots.render_all(doc, out)
+        (out / args.name).write_text(report.render(doc, pl))
+        print(f"wrote {out / args.name}")
+        return out
+    schemes, loops = _defaults(args)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = args.out or Path("bench-results") / stamp
+    out.mkdir(parents=True, exist_ok=True)
+    size = args.size
+    doc = results.new_document(size if args.cmd in ("quick", "all") else f"{args.cmd}/{size}")
+    comm_b = _replace(COMM_BOUNDS[size], reps=args.reps)
+    clus_b = CLUSTER_BOUNDS[size]
+    if args.cmd != "comm":
+        clus_b = _replace(clus_b, reps=args.reps, workers=args.workers,
+                          threads=args.threads, wide=args.wide)
+    gcs = getattr(args, "gc", None) or ([True] if args.cmd == "quick" else [True, False])
+    started = time.monotonic()
+    with environment.LoadSampler() as load:
+        if args.cmd in ("comm", "quick", "all"):
+            from bench.comm_suite import run_comm
+
+            doc["comm"] = run_comm(schemes, loops, comm_b, refs=not args.no_refs,
+                                   quiet=args.quiet)
+        if args.cmd in ("cluster", "quick", "all"):
+            from bench.cluster_suite import run_cluster
+
+            if args.cmd == "all":
+                left = ALL_DEADLINE_S - (time.monotonic() - started) - PROFILE_RESERVE_S
+                clus_b = _replace(clus_b, budget_s=max(60.0, left))
+            cl_schemes = [s for s in schemes if args.cmd == "cluster" or
+                          s in ("tcp", "asyncio")] or schemes
+            doc["cluster"] = run_cluster(cl_schemes, loops, clus_b, gcs, quiet=args.quiet)
+        if args.cmd in ("profile", "all"):
+            from bench.profile_suite import run_profile
+
+            tasks = args.tasks or {"full": 30000, "quick": 5000, "smoke": 300}[size]
+            pr_schemes = [s for s in schemes if args.cmd == "profile" or
+                          s in ("tcp", "asyncio")] or schemes
+            pr_loops = loops if args.cmd == "profile" else loops[:1]
+            pr_gcs = gcs if args.cmd == "profile" or args.gc else [True]
+            doc["profile"] = run_profile(pr_schemes, pr_loops, clus_b, pr_gcs, tasks, out,
+                                         native=not args.no_native, quiet=args.quiet)
+    doc["environment"]["load"] = load.summary()
+    results.save(doc, out)
+    pl = {} if args.no_plots else plots.render_all(doc, out)
+    md = report.render(doc, pl)
+    (out / "report.md").write_text(md)
+    if not args.quiet:
+        _print_summary(md)
+    print(f"results: {out / 'results.json'}, report: {out / 'report.md'}")
+    return out
+
+
+def _print_summary(md: str) -> None:
+    try:
+        from rich.console import Console
+        from rich.markdown import Markdown
+
+        Console().print(Markdown(md.split("## py-spy")[0][:20000]))
+    except Exception:
+        print(md)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] not in SUBCOMMANDS + ("-h", "--help"):
+        argv = ["quick", *argv]
+    args = build_parser().parse_args(argv)
+    try:
+        run(args)
+    except BenchError as exc:
+        print(f"asynciocomm-bench: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("asynciocomm-bench: interrupted", file=sys.stderr)
+        return 130
+    return 0

@@ -1,0 +1,130 @@
+"""The measurement loops of ``comm``, shared by every async target.
+
+Every loop is bounded by a count and by a deadline. Server CPU comes from a
+``server_cpu()`` callable that returns the server process's RUSAGE_SELF
+seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from bench.options import CommBounds
+from bench.stats import percentile
+
+GiB = 1024**3
+
+
+def size_label(size: int) -> str:
+    """64KiB, 1MiB, 128MiB..."""
+    if size >= 1 << 20:
+        return f"{size >> 20}MiB"
+    return f"{size >> 10}KiB"
+
+
+async def ping(driver: Any, conn: Any, n: int, secs: float,
+               server_cpu: Callable[[], float]) -> dict[str, float]:
+    """Ping-pong: latency percentiles, round trips/s and server CPU per trip."""
+    for _ in range(min(50, n)):
+        await driver.ping(conn)
+    lat: list[float] = []
+    cpu0 = server_cpu()
+    t0 = time.perf_counter()
+    deadline = t0 + secs
+    for i in range(n):
+        t = time.perf_counter()
+        await driver.ping(conn)
+        t2 = time.perf_counter()
+        lat.append(t2 - t)
+        if t2 > deadline:
+            break
+    elapsed = time.perf_counter() - t0
+    cpu = server_cpu() - cpu0
+    return {
+        "ping_rts": len(lat) / elapsed,
+        "ping_p50_us": percentile(lat, 50) * 1e6,
+        "ping_p99_us": percentile(lat, 99) * 1e6,
+        "ping_cpu_us": cpu / len(lat) * 1e6,
+    }
+
+
+async def one_way(driver: Any, conn: Any, size: int, n: int, secs: float,
+                  server_cpu: Callable[[], float]) -> tuple[int, float, float]:
+    """Send up to ``n`` messages of ``size`` bytes within ``secs``, then sync.
+
+    Returns (messages, seconds, server CPU seconds).
+    """
+    msg = driver.message(size)
+    await driver.send(conn, msg)  # warm-up
+    await driver.sync(conn)
+    cpu0 = server_cpu()
+    t0 = time.perf_counter()
+    deadline = t0 + secs
+    sent = 0
+    check = max(1, min(256, n // 8))
+    for i in range(n):
+        await driver.send(conn, msg)
+        sent += 1
+        if i % check == 0 and time.perf_counter() > deadline:
+            break
+    got = await driver.sync(conn)
+    elapsed = time.perf_counter() - t0
+    if got != sent:
+        raise RuntimeError(f"server counted {got} messages, client sent {sent}")
+    return sent, elapsed, server_cpu() - cpu0
+
+
+async def concurrent(driver: Any, k: int, n: int, secs: float) -> float:
+    """Aggregate round trips/s of ``k`` connections pinging at once."""
+    conns = [await driver.connect() for _ in range(k)]
+    try:
+        for c in conns:
+            await driver.ping(c)
+        deadline = time.perf_counter() + secs
+
+        async def one(c: Any) -> int:
+            done = 0
+            while done < n:
+                await driver.ping(c)
+                done += 1
+                if time.perf_counter() > deadline:
+                    break
+            return done
+
+        t0 = time.perf_counter()
+        counts = await asyncio.gather(*(one(c) for c in conns))
+        return sum(counts) / (time.perf_counter() - t0)
+    finally:
+        for c in conns:
+            await driver.close(c)
+
+
+async def run_all(driver: Any, bounds: CommBounds,
+                  server_cpu: Callable[[], float],
+                  tick: Callable[[], None] = lambda: None) -> dict[str, float]:
+    """Every measurement of one configuration in one repetition."""
+    out: dict[str, float] = {}
+    conn = await driver.connect()
+    try:
+        out.update(await ping(driver, conn, bounds.ping_n, bounds.ping_s, server_cpu))
+        tick()
+        n, secs, cpu = await one_way(driver, conn, 1024, bounds.stream_n,
+                                     bounds.stream_s, server_cpu)
+        out["stream_msgs"] = n / secs
+        out["stream_cpu_us"] = cpu / n * 1e6
+        tick()
+        for size, (count, limit) in sorted(bounds.bulk.items()):
+            n, secs, cpu = await one_way(driver, conn, size, count, limit, server_cpu)
+            out[f"bulk_{size_label(size)}_gibs"] = n * size / secs / GiB
+            out[f"bulk_{size_label(size)}_cpu_us"] = cpu / n * 1e6
+            tick()
+    finally:
+        await driver.close(conn)
+    for k in bounds.clients:
+        out[f"clients_{k}_rts"] = await concurrent(
+            driver, k, bounds.ping_n, bounds.clients_s)
+    tick()
+    return out

@@ -1,0 +1,141 @@
+"""Validation of schemes and loops, and the size/time bounds of each mode."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+LOOPS = ("asyncio", "uvloop")
+#: The reference configuration every ratio is paired against.
+REFERENCE_SCHEME = "tcp"
+REFERENCE_LOOP = "asyncio"
+
+
+class BenchError(Exception):
+    """A user-facing error: printed as one line, without a traceback."""
+
+
+def check_schemes(schemes: Sequence[str]) -> list[str]:
+    """Return the schemes, or raise BenchError naming the first unavailable one."""
+    import distributed.comm  # noqa: F401  (fills the tcp/tls/inproc/ws backends)
+    from distributed.comm.registry import backends, get_backend
+
+    out: list[str] = []
+    for scheme in schemes:
+        scheme = scheme.strip()
+        if not scheme:
+            continue
+        try:
+            get_backend(scheme)
+        except Exception as exc:  # ValueError for unknown, ImportError for broken
+            known = sorted(backends)
+            msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise BenchError(
+                f"scheme {scheme!r} is not available ({msg}); "
+                f"registered now: {', '.join(known)}"
+            ) from None
+        if scheme not in out:
+            out.append(scheme)
+    if not out:
+        raise BenchError("no scheme given")
+    return out
+
+
+def check_loops(loops: Sequence[str]) -> list[str]:
+    """Return the loops, or raise BenchError for an unknown or missing loop."""
+    out: list[str] = []
+    for loop in loops:
+        loop = loop.strip()
+        if not loop:
+            continue
+        if loop not in LOOPS:
+            raise BenchError(f"loop {loop!r} is unknown; choose from {', '.join(LOOPS)}")
+        if loop == "uvloop":
+            try:
+                import uvloop  # noqa: F401
+            except ImportError:
+                raise BenchError("loop 'uvloop' needs the uvloop package") from None
+        if loop not in out:
+            out.append(loop)
+    if not out:
+        raise BenchError("no loop given")
+    return out
+
+
+def is_tls(scheme: str) -> bool:
+    """True for schemes that need TLS arguments (``tls``, ``wss``, ``*+tls``)."""
+    return scheme in ("tls", "wss") or scheme.endswith("+tls")
+
+
+def available_default_schemes() -> list[str]:
+    """tcp, tls, and asyncio/asyncio+tls when their entry points resolve."""
+    out = ["tcp", "tls"]
+    for scheme in ("asyncio", "asyncio+tls"):
+        try:
+            check_schemes([scheme])
+        except BenchError:
+            continue
+        out.append(scheme)
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class CommBounds:
+    """Counts and time limits (seconds) of every loop of ``comm``."""
+
+    reps: int
+    ping_n: int
+    ping_s: float
+    stream_n: int
+    stream_s: float
+    bulk: dict[int, tuple[int, float]]  # frame size -> (max messages, max seconds)
+    clients: tuple[int, ...]
+    clients_s: float
+    proto_n: int
+    budget_s: float  # start no repetition that would likely end after this
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterBounds:
+    """Sizes, repetitions and time limits of ``cluster`` and ``profile``."""
+
+    reps: int
+    wide: int
+    tree: int
+    shuffle: int
+    workers: int
+    threads: int
+    workload_timeout_s: float
+    budget_s: float  # start no repetition that would likely end after this
+
+
+KiB, MiB = 1024, 1024 * 1024
+
+COMM_BOUNDS = {
+    "full": CommBounds(
+        reps=3, ping_n=5000, ping_s=0.5, stream_n=100_000, stream_s=0.5,
+        bulk={64 * KiB: (20_000, 0.5), MiB: (2000, 0.5), 16 * MiB: (120, 0.5),
+              128 * MiB: (8, 1.0)},
+        clients=(1, 8, 32), clients_s=0.3, proto_n=3000, budget_s=300.0,
+    ),
+    "quick": CommBounds(
+        reps=2, ping_n=2000, ping_s=0.3, stream_n=30_000, stream_s=0.3,
+        bulk={64 * KiB: (5000, 0.25), MiB: (500, 0.25), 16 * MiB: (30, 0.3),
+              128 * MiB: (3, 0.5)},
+        clients=(1, 8, 32), clients_s=0.2, proto_n=1000, budget_s=50.0,
+    ),
+    "smoke": CommBounds(
+        reps=1, ping_n=50, ping_s=0.2, stream_n=200, stream_s=0.2,
+        bulk={64 * KiB: (10, 0.2), MiB: (3, 0.2)},
+        clients=(1, 2), clients_s=0.1, proto_n=20, budget_s=30.0,
+    ),
+}
+
+CLUSTER_BOUNDS = {
+    "full": ClusterBounds(reps=2, wide=100_000, tree=4096, shuffle=50, workers=2,
+                          threads=4, workload_timeout_s=120.0, budget_s=480.0),
+    "quick": ClusterBounds(reps=1, wide=6000, tree=2048, shuffle=24, workers=2,
+                           threads=4, workload_timeout_s=60.0, budget_s=45.0),
+    "smoke": ClusterBounds(reps=1, wide=200, tree=64, shuffle=5, workers=1,
+                           threads=2, workload_timeout_s=30.0, budget_s=60.0),
+}

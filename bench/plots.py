@@ -1,0 +1,90 @@
+"""PNG plots (matplotlib, Agg) of a result document, one per measurement."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+
+
+def section_plots(doc: dict[str, Any], name: str, outdir: Path) -> list[str]:
+    """One bar chart per metric: medians per config, with each repetition as a dot."""
+    sec = doc.get(name)
+    if not sec:
+        return []
+    plt = _plt()
+    labels = [c["label"] for c in sec["configs"] if c["label"] in sec["summary"]]
+    written: list[str] = []
+    for metric, meta in sec["metrics"].items():
+        labs = [lab for lab in labels if metric in sec["summary"].get(lab, {})]
+        if not labs or not meta.get("plot", True):
+            continue
+        meds = [sec["summary"][lab][metric]["median"] or 0.0 for lab in labs]
+        fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * len(labs) + 2), 3.6))
+        colors = ["#c44e52" if lab == sec["reference"] else "#4c72b0" for lab in labs]
+        ax.bar(range(len(labs)), meds, color=colors, alpha=0.8)
+        for i, lab in enumerate(labs):
+            pts = [s["value"] for s in sec["samples"]
+                   if s["config"] == lab and s["metric"] == metric]
+            ax.plot([i] * len(pts), pts, "k.", markersize=4)
+        ax.set_xticks(range(len(labs)))
+        ax.set_xticklabels(labs, rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel(meta.get("unit", ""))
+        better = "higher" if meta.get("higher_is_better", True) else "lower"
+        ax.set_title(f"{meta.get('title', metric)} ({better} is better)", fontsize=10)
+        fig.tight_layout()
+        fname = f"{name}_{_safe(metric)}.png"
+        fig.savefig(outdir / fname, dpi=90)
+        plt.close(fig)
+        written.append(fname)
+    return written
+
+
+def profile_plot(doc: dict[str, Any], outdir: Path) -> list[str]:
+    """Stacked bars of the scheduler's sample shares per category and run."""
+    prof = doc.get("profile")
+    if not prof or not prof.get("runs"):
+        return []
+    plt = _plt()
+    runs = prof["runs"]
+    cats: list[str] = []
+    for r in runs:
+        cats += [c for c in r["shares"] if c not in cats]
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.4 * len(runs) + 3), 4.0))
+    bottom = [0.0] * len(runs)
+    for cat in cats:
+        vals = [100 * r["shares"].get(cat, 0.0) for r in runs]
+        ax.bar(range(len(runs)), vals, bottom=bottom, label=cat)
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    ax.set_xticks(range(len(runs)))
+    ax.set_xticklabels([f"{r['config']}\ngc={'on' if r['gc'] else 'off'}" for r in runs],
+                       fontsize=8)
+    ax.set_ylabel("% of scheduler MainThread samples")
+    ax.legend(fontsize=7, bbox_to_anchor=(1.02, 1), loc="upper left")
+    fig.tight_layout()
+    fname = "profile_shares.png"
+    fig.savefig(outdir / fname, dpi=90)
+    plt.close(fig)
+    return [fname]
+
+
+def render_all(doc: dict[str, Any], outdir: str | Path) -> dict[str, list[str]]:
+    """Write every plot into ``outdir``; returns file names per section."""
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    return {"comm": section_plots(doc, "comm", out),
+            "cluster": section_plots(doc, "cluster", out),
+            "profile": profile_plot(doc, out)}

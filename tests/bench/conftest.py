@@ -1,0 +1,58 @@
+"""Fixtures of the bench tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture
+def speedscope_file() -> Path:
+    """A speedscope file written by a real ``py-spy record --native --idle`` run
+    on a scheduler during the wide workload (tcp, asyncio loop)."""
+    return DATA / "speedscope-scheduler-tcp.json"
+
+
+def _section(configs: list[str], values: dict[str, list[float]],
+             higher: bool = True) -> dict[str, Any]:
+    from bench.stats import summarize
+
+    metrics = {"m": {"title": "a metric", "unit": "op/s", "higher_is_better": higher}}
+    samples = [{"rep": rep, "config": cfg, "metric": "m", "value": v}
+               for cfg, vals in values.items() for rep, v in enumerate(vals)]
+    return {
+        "configs": [{"label": c} for c in configs],
+        "reference": configs[0],
+        "same_loop_refs": {},
+        "metrics": metrics,
+        "samples": samples,
+        "summary": summarize(samples, metrics, configs[0], {}),
+        "loop_classes": {c: {"server": "uvloop.Loop"} for c in configs},
+        "reps_done": 2,
+        "errors": [],
+    }
+
+
+@pytest.fixture
+def tiny_doc() -> dict[str, Any]:
+    """A small, valid result document with comm, cluster and profile sections."""
+    from bench.results import new_document
+
+    doc = new_document("smoke", ["comm", "--size", "smoke"])
+    doc["comm"] = _section(["tcp@asyncio", "asyncio@uvloop"],
+                           {"tcp@asyncio": [100.0, 200.0],
+                            "asyncio@uvloop": [300.0, 400.0]})
+    doc["cluster"] = _section(["tcp@asyncio", "asyncio@asyncio"],
+                              {"tcp@asyncio": [10.0, 10.0],
+                               "asyncio@asyncio": [5.0, 5.0]}, higher=False)
+    doc["profile"] = {"runs": [{
+        "config": "tcp@asyncio", "gc": True, "speedscope": "speedscope-x.json",
+        "samples": 10, "shares": {"comm read": 0.25, "transitions": 0.5, "idle": 0.25},
+        "update_graph_parts": {"new tasks": 0.1},
+        "overhead": {"wall_ratio": 1.1, "cpu_ratio": 1.2},
+    }]}
+    return doc
