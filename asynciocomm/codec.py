@@ -16,13 +16,15 @@ Strategy of :class:`FrameDecoder` (the read side, driven like a BufferedProtocol
   free tail of one reusable receive buffer, so one ``recv()`` can carry the prefix,
   the frame count, the lengths and any number of small frames of any number of
   messages.
-* Once a message's lengths are known, its frames are planned as *blocks*: runs of
-  small frames of the shared region (at most ``direct_read`` bytes together), and
-  one block per frame otherwise. A small block is copied once out of the receive
-  buffer into a writable ``bytearray``; its frames are views into it. A block of at
-  least ``direct_read`` bytes gets its own buffer (``allocate``: a numpy host array
-  when numpy is there), and ``get_buffer`` then returns that buffer's unfilled part,
-  so the kernel writes the frame where it will stay: no copy after the kernel's.
+* Once a message's lengths are known, its frames are planned as *blocks*, with
+  the stock reader's memory layout: the shared region is one block, and every
+  later frame is a block of its own. A small block is copied once out of the
+  receive buffer into a writable ``bytearray``; its frames are views into it. A
+  block of at least ``direct_read`` bytes gets its own buffer (``allocate``: a
+  numpy host array when numpy is there), and ``get_buffer`` then returns that
+  buffer's unfilled part, so the kernel writes the frame where it will stay: no
+  copy after the kernel's. The shards of one large buffer sit in the shared
+  region together, so distributed re-merges them without a copy.
 * Every bound (frame count, message size, prefix consistency) is checked before
   anything is allocated for the message. A violation raises :class:`ProtocolError`
   and the decoder refuses further input.
@@ -347,8 +349,8 @@ class FrameDecoder:
 
     def _plan(self, lengths: Sequence[int]) -> None:
         length: cython.Py_ssize_t
-        run_size: cython.Py_ssize_t
         acc: cython.Py_ssize_t
+        k: cython.Py_ssize_t
         shared_bytes: cython.Py_ssize_t
         direct_read: cython.Py_ssize_t
         total = sum(lengths)
@@ -359,41 +361,26 @@ class FrameDecoder:
             )
         # The shared region ends exactly after some frame k (prefix consistency).
         shared_bytes = self._prefix - _U64 - _U64 * len(lengths)
-        direct_read = self._direct_read
-        blocks: list[tuple[tuple[int, ...], int, bool]] = []
-        run: list[int] = []
-        run_size = 0
+        k = 0
         acc = 0
-        in_shared = shared_bytes > 0
-        for length in lengths:
-            if in_shared:
-                acc += length
-                if acc > shared_bytes:
-                    break
-                if length < direct_read:
-                    if run_size + length > direct_read:
-                        blocks.append((tuple(run), run_size, False))
-                        run, run_size = [], 0
-                    run.append(length)
-                    run_size += length
-                else:
-                    if run:
-                        blocks.append((tuple(run), run_size, False))
-                        run, run_size = [], 0
-                    blocks.append(((length,), length, True))
-                in_shared = acc < shared_bytes
-            else:
-                if run:
-                    blocks.append((tuple(run), run_size, False))
-                    run, run_size = [], 0
-                blocks.append(((length,), length, length >= direct_read))
-        if acc != shared_bytes and shared_bytes > 0:
+        while acc < shared_bytes and k < len(lengths):
+            acc += lengths[k]
+            k += 1
+        if acc != shared_bytes:
             raise self._fail(
                 f"malformed header: prefix {self._prefix} does not end on a frame "
                 "boundary"
             )
-        if run:
-            blocks.append((tuple(run), run_size, False))
+        # Same memory layout as the stock reader: the shared region is one buffer
+        # (it holds headers, pickles and the shards of one split buffer, which
+        # distributed then merges without copying), and every later frame, an
+        # independent buffer that outlives the message, gets one of its own.
+        direct_read = self._direct_read
+        blocks: list[tuple[tuple[int, ...], int, bool]] = []
+        if k:
+            blocks.append((tuple(lengths[:k]), shared_bytes, shared_bytes >= direct_read))
+        for length in lengths[k:]:
+            blocks.append(((length,), length, length >= direct_read))
         self._blocks = blocks
         self._block = 0
         self._frames = []

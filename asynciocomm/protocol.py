@@ -46,6 +46,9 @@ logger = logging.getLogger(__name__)
 #: buffer is empty, so at most this much is ever copied; 4 MiB matches Linux's
 #: largest socket send buffer, so one chunk usually leaves in one send().
 LARGE_WRITE_CHUNK = 4 * 1024 * 1024
+#: Messages from this size up take that path on such transports. Below it, a
+#: copy of the unsent tail costs less than waiting for the buffer to empty.
+LARGE_WRITE_MIN = 256 * 1024
 
 
 def _transport_keeps_references(transport: asyncio.BaseTransport) -> bool:
@@ -253,7 +256,7 @@ class FramedProtocol(asyncio.BufferedProtocol):
         caller must await (flow control, or ordering behind a chunked write)."""
         if self.is_closed:
             raise self.closed_error()
-        if self._large_writer is not None or (self._chunk_large and nbytes >= LARGE_WRITE_CHUNK):
+        if self._large_writer is not None or (self._chunk_large and nbytes >= LARGE_WRITE_MIN):
             return self._send_slow(buffers, nbytes)
         self._batch.extend(buffers)
         self._batch_nbytes += nbytes
@@ -274,7 +277,7 @@ class FramedProtocol(asyncio.BufferedProtocol):
             await asyncio.shield(self._large_writer)
             if self.is_closed:
                 raise self.closed_error()
-        if self._chunk_large and nbytes >= LARGE_WRITE_CHUNK:
+        if self._chunk_large and nbytes >= LARGE_WRITE_MIN:
             await self._write_chunked(buffers)
             return
         waiting = self.send(buffers, nbytes)

@@ -133,24 +133,42 @@ def test_large_frames_get_own_buffers_and_are_written_in_place(impl) -> None:
         allocations.append(n)
         return memoryview(bytearray(n))
 
-    big = bytearray(b"B" * 5000)
     small_shared = b"h" * 20
-    frames = [small_shared, big, bytearray(b"t" * 10)]
+    big = bytearray(b"B" * 5000)  # first buffer: shared, like the stock reader
+    later = bytearray(b"L" * 3000)  # a second buffer: its own allocation
+    frames = [small_shared, big, later]
     data = wire(frames, impl)
     dec = impl.FrameDecoder(read_buffer=256, direct_read=64, allocate=alloc)
     header_len = 16 + 8 * 3
-    dec.feed(data[: header_len + 20 + 10])
-    # The large frame's buffer now receives the kernel's bytes directly.
+    dec.feed(data[: header_len + 30])
+    # The shared region's buffer now receives the kernel's bytes directly.
     target = dec.get_buffer()
-    assert allocations == [5000]
-    assert target.nbytes == 5000 - 10
-    target[: 5000 - 10] = data[header_len + 30 : header_len + 20 + 5000]
-    dec.buffer_updated(5000 - 10)
-    dec.feed(data[header_len + 20 + 5000 :])
+    assert allocations == [5020]
+    assert target.nbytes == 5020 - 30
+    target[:] = data[header_len + 30 : header_len + 5020]
+    dec.buffer_updated(5020 - 30)
+    dec.feed(data[header_len + 5020 :])
     out, _ = dec.pop()
+    assert allocations == [5020, 3000]
     assert [bytes(f) for f in out] == [bytes(f) for f in frames]
-    assert out[1].obj is not out[2].obj  # frames past the prefix never share
+    assert out[0].obj is out[1].obj is not out[2].obj
     assert all(not f.readonly for f in out)
+
+
+def test_shards_of_one_buffer_land_contiguously(impl) -> None:
+    """distributed splits a large buffer into shards and re-merges them; in one
+    buffer that merge needs no copy (as with the stock reader)."""
+    from distributed.protocol.utils import merge_memoryviews
+
+    arr = np.arange(40_000, dtype="u1")
+    view = memoryview(arr)
+    frames = [b"hdr", view[:10_000], view[10_000:20_000], view[20_000:]]
+    dec = impl.FrameDecoder(read_buffer=4096, direct_read=1024)
+    dec.feed(wire(frames, impl))
+    out, _ = dec.pop()
+    merged = merge_memoryviews(out[1:])
+    assert merged.obj is out[1].obj  # a view of the same buffer, not a copy
+    assert bytes(merged) == arr.tobytes()
 
 
 def test_small_shared_frames_share_one_buffer(impl) -> None:
@@ -276,12 +294,13 @@ def test_large_allocation_waits_until_earlier_messages_are_taken(impl) -> None:
     second = wire([b"h" * 10, bytearray(b"B" * big)], impl)
     dec = impl.FrameDecoder(read_buffer=256, direct_read=64, allocate=alloc)
     dec.feed(first + small + second[:50])
-    assert len(dec.messages) == 2 and allocations == [100]
+    # Each message's shared region (header frame + its buffer) is one block.
+    assert len(dec.messages) == 2 and allocations == [110]
     assert dec.deferred  # held back: "first" and the small one are unread
     assert [bytes(f) for f in dec.pop()[0]] == [b"first"]
     assert [bytes(f) for f in dec.pop()[0]] == [b"h" * 10, b"b" * 100]
     dec.resume()
-    assert not dec.deferred and allocations == [100, big]
+    assert not dec.deferred and allocations == [110, 10 + big]
     dec.feed(second[50:])
     assert [bytes(f) for f in dec.pop()[0]] == [b"h" * 10, b"B" * big]
 
