@@ -237,6 +237,10 @@ class FrameDecoder:
         self.queued_bytes -= nbytes
         return self.messages.popleft(), nbytes
 
+    def peek(self, n: int) -> bytes:
+        """Up to ``n`` received bytes not yet consumed (for diagnostics)."""
+        return bytes(self._view[self._start : min(self._end, self._start + n)])
+
     @property
     def at_boundary(self) -> bool:
         """True when no message is partially received (a clean place to stop)."""

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import ssl
 from typing import Any
 
 from distributed.comm.addressing import parse_host_port, unparse_host_port
-from distributed.comm.core import Connector
+from distributed.comm.core import Connector, FatalCommClosedError
 
 from asynciocomm.comm import AsyncioComm
 from asynciocomm.config import load_settings
@@ -42,7 +43,14 @@ class AsyncioConnector(Connector):
             transport, protocol = await loop.create_connection(
                 lambda: FramedProtocol(settings), ip, port, **kwargs
             )
-        except OSError as exc:  # includes ssl.SSLError
+        except ssl.SSLError as exc:
+            # Any TLS failure while connecting is final, as with the stock comm:
+            # retrying will not make the peer speak TLS or trust us.
+            raise FatalCommClosedError(
+                f"TLS handshake with {self.prefix + address} failed: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        except OSError as exc:
             raise translate(f"connect to {self.prefix + address}", exc) from exc
         local = self.prefix + unparse_host_port(*transport.get_extra_info("sockname")[:2])
         return AsyncioComm(protocol, local, self.prefix + address, deserialize)

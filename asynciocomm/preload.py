@@ -15,4 +15,6 @@ install()
 
 
 def dask_setup(server: Any) -> None:
-    """Nothing left to do: the takeover happened at import."""
+    """Install again (idempotent): a process that called ``uninstall()`` since
+    the import gets the takeover back for the comms it opens from now on."""
+    install()

@@ -49,6 +49,11 @@ LARGE_WRITE_CHUNK = 4 * 1024 * 1024
 #: Messages from this size up take that path on such transports. Below it, a
 #: copy of the unsent tail costs less than waiting for the buffer to empty.
 LARGE_WRITE_MIN = 256 * 1024
+#: A plaintext TLS alert record: fatal, protocol_version (RFC 8446, 6.2).
+TLS_PROTOCOL_VERSION_ALERT = bytes([21, 3, 1, 0, 2, 2, 70])
+#: Seconds a peer that broke the protocol has to take the bytes already written
+#: to it before its connection is reset (see FramedProtocol._protocol_failure).
+PROTOCOL_ERROR_GRACE = 1.0
 
 
 def _transport_keeps_references(transport: asyncio.BaseTransport) -> bool:
@@ -175,10 +180,30 @@ class FramedProtocol(asyncio.BufferedProtocol):
 
 
     def _protocol_failure(self, exc: ProtocolError) -> None:
+        """Refuse a peer that broke the protocol: read nothing more and end the
+        connection now. It ends with a FIN after what we already wrote, not a
+        RST: a reset makes the peer's kernel drop data it has not read yet, and
+        that data (our handshake, in plain text) is what tells a TLS client that
+        it reached a plain listener, so it fails at once instead of retrying.
+        A peer that does not take those bytes is aborted after a short grace."""
+        head = self._decoder.peek(3)
+        if head[:1] == b"\x16" and head[1:2] == b"\x03" and self.extra_info("sslcontext") is None:
+            # A TLS ClientHello on a plain listener: say so in TLS, so the client
+            # fails at once with a fatal TLS error instead of retrying.
+            exc = ProtocolError(f"a TLS client reached a plain listener ({exc})")
+            self._batch.append(TLS_PROTOCOL_VERSION_ALERT)
         logger.warning("Aborting %s: %s", self.name, exc)
         self._exc = exc
-        if self.transport is not None:
-            self.transport.abort()
+        self._flush()  # what we wrote before the failure is owed to the peer
+        self._closing = True
+        transport = self.transport
+        if transport is not None:
+            transport.pause_reading()
+            transport.close()
+            assert self._loop is not None
+            self._loop.call_later(PROTOCOL_ERROR_GRACE, transport.abort)
+        self._wake_reader()
+        self._wake_drain()
 
     def _wake_reader(self) -> None:
         waiter = self._read_waiter
