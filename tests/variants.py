@@ -19,6 +19,7 @@ from distributed.comm.core import Comm
 
 import asynciocomm
 from tests.certs import Certs
+from bench.relcore import echo  # noqa: F401  (shared echo handler)
 
 
 @dataclass(frozen=True)
@@ -70,17 +71,6 @@ def variant_params(variants: list[Variant] = VARIANTS) -> list[Any]:
 
 
 Handler = Callable[[Comm], Awaitable[None]]
-
-
-async def echo(comm: Comm) -> None:
-    """Echo every message back until the peer goes away."""
-    try:
-        while True:
-            await comm.write(await comm.read())
-    except OSError:
-        pass
-    finally:
-        comm.abort()
 
 
 @contextlib.asynccontextmanager

@@ -1,0 +1,181 @@
+"""End to end: real schedulers, nannies and worker processes on asynciocomm.
+
+Each test runs once per event loop: ``distributed.admin.event-loop`` is set for
+LocalCluster (the nannies pass the config on to their workers) and through
+DASK_DISTRIBUTED__ADMIN__EVENT_LOOP for CLI subprocesses; the workers report the
+loop they run on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from operator import add
+
+import dask
+import dask.array as da
+import dask.bag as db
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster, Nanny
+
+from tests.helpers_proc import dask_processes, logs, start_scheduler, start_worker
+
+pytestmark = pytest.mark.slow
+
+LOOPS = ["asyncio", "uvloop"]
+WAIT = 90
+
+
+async def _loop_module() -> str:
+    loop = asyncio.get_running_loop()
+    return "uvloop" if type(loop).__module__.startswith("uvloop") else "asyncio"
+
+
+def _tcp_module() -> str:
+    import distributed
+
+    return type(distributed.comm.registry.backends["tcp"]).__module__
+
+
+def _transfers_in(dask_worker) -> int:
+    return dask_worker.state.transfer_incoming_count_total
+
+
+def _listener_modules(dask_worker) -> list[str]:
+    return [type(listener).__module__ for listener in dask_worker.listeners]
+
+
+def _compute_and_check(c: Client) -> None:
+    """A reduction, and two all-to-all exchanges (every output chunk needs data
+    from every worker): a transpose-add and a task-based bag groupby."""
+    x = da.random.default_rng(0).random((2000, 2000), chunks=200)
+    x = x.persist()
+    xn = x.compute()
+    assert np.isclose(x.sum().compute(), xn.sum())
+    assert np.allclose((x + x.T).sum(axis=0).compute(), (xn + xn.T).sum(axis=0))
+    assert np.allclose(x.rechunk((2000, 50)).mean(axis=0).compute(), xn.mean(axis=0))
+    bag = db.from_sequence(range(20_000), npartitions=16)
+    grouped = dict(
+        bag.groupby(lambda i: i % 13, shuffle="tasks")
+        .map(lambda kv: (kv[0], sum(kv[1])))
+        .compute()
+    )
+    expected: dict[int, int] = {}
+    for i in range(20_000):
+        expected[i % 13] = expected.get(i % 13, 0) + i
+    assert grouped == expected
+    assert c.submit(add, 1, 2).result(timeout=WAIT) == 3
+
+
+def _check_workers(c: Client, scheme: str, loop: str, n: int) -> dict[str, int]:
+    c.wait_for_workers(n, timeout=WAIT)
+    workers = c.scheduler_info()["workers"]
+    assert len(workers) == n and all(a.startswith(f"{scheme}://") for a in workers), workers
+    assert set(c.run(_loop_module).values()) == {loop}
+    return c.run(os.getpid)
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_localcluster_asyncio_with_nanny_restart(loop) -> None:
+    with dask.config.set({"distributed.admin.event-loop": loop}):
+        with LocalCluster(
+            protocol="asyncio", n_workers=2, threads_per_worker=1, processes=True,
+            dashboard_address=":0",
+        ) as cluster, Client(cluster, timeout=WAIT) as c:  # fmt: skip
+            assert cluster.scheduler_address.startswith("asyncio://")
+            assert all(isinstance(w, Nanny) for w in cluster.workers.values())
+            pids = _check_workers(c, "asyncio", loop, 2)
+            _compute_and_check(c)
+            assert all(n > 0 for n in c.run(_transfers_in).values())
+
+            # A restart through the nannies: new worker processes, same cluster.
+            c.restart(timeout=WAIT)
+            new_pids = _check_workers(c, "asyncio", loop, 2)
+            assert set(new_pids.values()).isdisjoint(pids.values())
+            _compute_and_check(c)
+
+            # One worker alone, through its nanny.
+            one = next(iter(new_pids))
+            c.restart_workers([one], timeout=WAIT)
+            after = _check_workers(c, "asyncio", loop, 2)
+            assert new_pids[one] not in after.values()
+            assert c.submit(sum, range(10), pure=False).result(timeout=WAIT) == 45
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_localcluster_asyncio_tls(loop, certs) -> None:
+    security = certs.security()
+    with dask.config.set({"distributed.admin.event-loop": loop}):
+        with LocalCluster(
+            protocol="asyncio+tls", n_workers=2, threads_per_worker=1, processes=True,
+            security=security, dashboard_address=":0",
+        ) as cluster, Client(cluster, security=security, timeout=WAIT) as c:  # fmt: skip
+            assert cluster.scheduler_address.startswith("asyncio+tls://")
+            _check_workers(c, "asyncio+tls", loop, 2)
+            _compute_and_check(c)
+            # The workers' comms really are encrypted, with the peer verified.
+            infos = c.run(
+                lambda dask_worker: [
+                    sorted(comm.extra_info)
+                    for comms in dask_worker.rpc.occupied.values()
+                    for comm in comms
+                ]
+                + [sorted(dask_worker.batched_stream.comm.extra_info)]
+            )
+            for per_worker in infos.values():
+                assert ["cipher", "peercert"] in per_worker
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_cli_scheduler_and_workers(loop, tmp_path) -> None:
+    with dask_processes() as procs:
+        try:
+            address = start_scheduler(procs, tmp_path, loop, "--protocol", "asyncio")
+            assert address.startswith("asyncio://")
+            for _ in range(2):
+                start_worker(procs, tmp_path, loop, address)
+            with dask.config.set({"distributed.admin.event-loop": loop}):
+                with Client(address, timeout=WAIT) as c:
+                    _check_workers(c, "asyncio", loop, 2)
+                    _compute_and_check(c)
+        except BaseException:
+            print(logs(procs))
+            raise
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_mixed_takeover_cluster(loop, tmp_path) -> None:
+    """A takeover scheduler (--preload) on tcp://, one stock worker and one takeover
+    worker (worker and nanny preloads), and a stock client: all interoperate."""
+    with dask_processes() as procs:
+        try:
+            address = start_scheduler(
+                procs, tmp_path, loop, "--protocol", "tcp", "--preload", "asynciocomm.preload"
+            )
+            assert address.startswith("tcp://")
+            start_worker(procs, tmp_path, loop, address, "--name", "stock")
+            start_worker(
+                procs, tmp_path, loop, address, "--name", "takeover",
+                "--preload", "asynciocomm.preload", "--preload-nanny", "asynciocomm.preload",
+            )  # fmt: skip
+            with dask.config.set({"distributed.admin.event-loop": loop}):
+                with Client(address, timeout=WAIT) as c:
+                    _check_workers(c, "tcp", loop, 2)
+                    assert c.run_on_scheduler(_tcp_module) == "asynciocomm.backend"
+                    by_name = {
+                        info["name"]: addr
+                        for addr, info in c.scheduler_info()["workers"].items()
+                    }
+                    modules = c.run(_tcp_module)
+                    assert modules[by_name["stock"]] == "distributed.comm.tcp"
+                    assert modules[by_name["takeover"]] == "asynciocomm.backend"
+                    listeners = c.run(_listener_modules)
+                    assert listeners[by_name["stock"]] == ["distributed.comm.tcp"]
+                    assert listeners[by_name["takeover"]] == ["asynciocomm.listener"]
+                    _compute_and_check(c)
+                    # Both workers fetched data from the other (stock <-> takeover).
+                    assert all(n > 0 for n in c.run(_transfers_in).values())
+        except BaseException:
+            print(logs(procs))
+            raise

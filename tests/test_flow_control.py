@@ -1,0 +1,167 @@
+"""Backpressure in both directions, over real sockets, for asyncio and asyncio+tls.
+
+Waits are bounded by count and time; "blocked" is observed as a write task that
+stays pending while nothing moves, never as a duration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import dask
+import numpy as np
+import pytest
+from distributed.protocol import to_serialize
+
+from tests.helpers_net import WAIT
+from tests.variants import OURS, connect_to, raw_socket, serve
+
+MiB = 1 << 20
+VARIANTS = [pytest.param(v, id=v.name) for v in OURS if not v.takeover]
+
+
+@pytest.fixture(params=VARIANTS)
+def variant(request):
+    return request.param
+
+
+def _msg(i: int, size: int = MiB) -> dict:
+    return {"i": i, "data": to_serialize(np.full(size, i % 251, dtype="u1"))}
+
+
+def _check(msg: dict, i: int, size: int = MiB) -> None:
+    assert msg["i"] == i
+    data = msg["data"]
+    assert data.nbytes == size and data[0] == i % 251 and data[-1] == i % 251
+
+
+async def _until_stalled(progress, task: asyncio.Future, polls: int = 5) -> None:
+    """Wait until ``progress()`` stops changing for ``polls`` consecutive polls (or
+    the task finishes); bounded by WAIT."""
+    last, same = progress(), 0
+    for _ in range(int(WAIT / 0.1)):
+        await asyncio.sleep(0.1)
+        if task.done():
+            return
+        now = progress()
+        same = same + 1 if now == last else 0
+        last = now
+        if same >= polls:
+            return
+    raise AssertionError("progress never stalled")
+
+
+async def test_write_blocks_on_a_peer_that_does_not_read(variant, certs) -> None:
+    """The peer accepts the connection but does not read: ``comm.write`` of many
+    1 MiB messages blocks once the buffers between the two are full, and completes
+    when the peer reads."""
+    n = 64
+    go = asyncio.Event()
+    received: list[dict] = []
+    server_comm: asyncio.Future = asyncio.get_running_loop().create_future()
+
+    async def handler(comm) -> None:
+        # A fixed receive buffer: no autotuning (tcp_rmem may allow 32 MiB).
+        raw_socket(comm).setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 256 * 1024)
+        server_comm.set_result(comm)
+        await go.wait()
+        for _ in range(n):
+            received.append(await comm.read())
+        await comm.close()
+
+    # The reader's own read-pause bound stops it from buffering everything
+    # in user space, so the backpressure reaches the sender.
+    with dask.config.set({"distributed.comm.asyncio.read-pause": "2MiB"}):
+        async with serve(variant, certs, handler) as listener:
+            comm = await connect_to(variant, certs, listener.contact_address, timeout=WAIT)
+            raw_socket(comm).setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 256 * 1024)
+            sent = 0
+
+            async def writer() -> None:
+                nonlocal sent
+                for i in range(n):
+                    await comm.write(_msg(i))
+                    sent += 1
+
+            task = asyncio.ensure_future(writer())
+            try:
+                await asyncio.wait_for(server_comm, WAIT)
+                await _until_stalled(lambda: sent, task)
+                assert not task.done(), "64 MiB went into a peer that does not read"
+                assert sent < n
+                assert comm._protocol._write_paused
+                go.set()
+                await asyncio.wait_for(task, WAIT)
+                for _ in range(int(WAIT / 0.05)):
+                    if len(received) == n:
+                        break
+                    await asyncio.sleep(0.05)
+                assert len(received) == n
+                for i, msg in enumerate(received):
+                    _check(msg, i)
+            finally:
+                task.cancel()
+                await comm.close()
+
+
+@pytest.mark.parametrize(
+    "size, n, read_pause",
+    [pytest.param(MiB, 64, 4 * MiB, id="1MiB-messages"),
+     pytest.param(16 * 1024, 3000, MiB, id="16KiB-messages")],
+)  # fmt: skip
+async def test_read_pauses_when_unread_messages_exceed_the_bound(
+    variant, certs, size, n, read_pause
+) -> None:
+    """The sender floods, the receiver does not read: its protocol pauses reading
+    with at most about ``read-pause`` bytes queued, the sender blocks, and as
+    messages are consumed reading resumes and every message arrives in order."""
+    server_comm: asyncio.Future = asyncio.get_running_loop().create_future()
+    done = asyncio.Event()
+
+    async def handler(comm) -> None:
+        raw_socket(comm).setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 256 * 1024)
+        server_comm.set_result(comm)
+        await done.wait()  # the test reads from this comm itself
+
+    with dask.config.set({"distributed.comm.asyncio.read-pause": read_pause}):
+        async with serve(variant, certs, handler) as listener:
+            comm = await connect_to(variant, certs, listener.contact_address, timeout=WAIT)
+            raw_socket(comm).setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 256 * 1024)
+            receiver = await asyncio.wait_for(server_comm, WAIT)
+            protocol = receiver._protocol
+            decoder = protocol._decoder
+            # Plus what one receive can complete before the check: a read buffer's
+            # worth of small messages, or the one large message that crossed it.
+            bound = read_pause + protocol.settings.read_buffer + size + 4096
+
+            async def writer() -> None:
+                for i in range(n):
+                    await comm.write(_msg(i, size))
+
+            task = asyncio.ensure_future(writer())
+            try:
+                for _ in range(int(WAIT / 0.02)):
+                    if protocol._reading_paused:
+                        break
+                    await asyncio.sleep(0.02)
+                assert protocol._reading_paused
+                await _until_stalled(lambda: decoder.queued_bytes, task)
+                assert not task.done(), "the sender was never held back"
+                assert protocol._reading_paused
+                assert 0 < decoder.queued_bytes <= bound, decoder.queued_bytes
+
+                resumed = False
+                for i in range(n):
+                    assert decoder.queued_bytes <= bound
+                    _check(await asyncio.wait_for(receiver.read(), WAIT), i, size)
+                    resumed = resumed or not protocol._reading_paused
+                assert resumed
+                await asyncio.wait_for(task, WAIT)
+                assert not protocol._reading_paused
+                assert decoder.queued_bytes == 0
+            finally:
+                task.cancel()
+                await comm.close()
+                receiver.abort()
+                done.set()
