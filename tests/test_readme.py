@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -34,4 +35,7 @@ def test_ci_runs_the_readme_test_command_verbatim() -> None:
 
 def test_bench_console_script_is_declared() -> None:
     assert 'asynciocomm-bench = "bench.cli:main"' in _read("pyproject.toml")
-    assert shutil.which("asynciocomm-bench") is not None
+    # Installed beside the interpreter running the tests (CI does not activate
+    # the virtual environment, so PATH need not contain it).
+    scripts = os.path.dirname(sys.executable)
+    assert shutil.which("asynciocomm-bench", path=scripts) is not None
