@@ -22,7 +22,7 @@ import psutil
 from bench import workloads
 from bench.cluster_procs import LocalCluster
 from bench.loops import run_on_loop
-from bench.options import REFERENCE_LOOP, REFERENCE_SCHEME, ClusterBounds, is_tls
+from bench.options import REFERENCE_LOOP, REFERENCE_SCHEME, ClusterBounds, is_tls, over_budget
 from bench.progress import Bar
 from bench.stats import summarize
 from bench.tlsfiles import TLSFiles, make_tls_files
@@ -159,8 +159,7 @@ def run_cluster(schemes: list[str], loops: list[str], bounds: ClusterBounds,
         total = bounds.reps * len(configs) * len(gcs) * len(wls)
         with Bar(total, "cluster", quiet) as bar:
             for rep in range(bounds.reps):
-                elapsed = time.monotonic() - started
-                if rep and elapsed * (rep + 1) / rep > bounds.budget_s:
+                if over_budget(started, rep, bounds.budget_s):
                     truncated = True
                     bar.log(f"cluster: time budget reached after {rep} repetitions")
                     break

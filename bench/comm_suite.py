@@ -14,7 +14,7 @@ from typing import Any
 
 from bench import drivers, measure, references
 from bench.loops import run_on_loop, running_loop_class
-from bench.options import REFERENCE_LOOP, REFERENCE_SCHEME, CommBounds, is_tls
+from bench.options import REFERENCE_LOOP, REFERENCE_SCHEME, CommBounds, is_tls, over_budget
 from bench.progress import Bar
 from bench.serverproc import ServerProcess
 from bench.stats import summarize
@@ -133,8 +133,7 @@ def run_comm(schemes: list[str], loops: list[str], bounds: CommBounds, *,
         tls = make_tls_files(tmp) if any(c.tls for c in configs) else None
         with Bar(bounds.reps * len(configs) * steps, "comm", quiet) as bar:
             for rep in range(bounds.reps):
-                elapsed = time.monotonic() - started
-                if rep and elapsed * (rep + 1) / rep > bounds.budget_s:
+                if over_budget(started, rep, bounds.budget_s):
                     truncated = True
                     bar.log(f"comm: time budget reached after {rep} repetitions")
                     break

@@ -62,6 +62,15 @@ def check_loops(loops: Sequence[str]) -> list[str]:
     return out
 
 
+def over_budget(started: float, rep: int, budget_s: float) -> bool:
+    """Whether repetition ``rep`` (0-based) would end past the time budget, judged
+    by the mean duration of the repetitions done since ``started`` (monotonic)."""
+    import time
+
+    elapsed = time.monotonic() - started
+    return bool(rep) and elapsed * (rep + 1) / rep > budget_s
+
+
 def is_tls(scheme: str) -> bool:
     """True for schemes that need TLS arguments (``tls``, ``wss``, ``*+tls``)."""
     return scheme in ("tls", "wss") or scheme.endswith("+tls")
