@@ -179,12 +179,7 @@ class FrameDecoder:
         if self.deferred:
             # Asked for more input anyway (the reader could not pause in time):
             # correctness first, allocate now.
-            self.deferred = False
-            self._force = True
-            try:
-                self._parse()
-            finally:
-                self._force = False
+            self._lift_deferral(force=True)
             if self._target is not None:
                 return self.get_buffer()
         start = self._start
@@ -213,9 +208,21 @@ class FrameDecoder:
         """Continue after :attr:`deferred`: allocate the large buffer that was
         held back and parse what is already received. Call once the messages
         queued before it have been taken."""
+        self._lift_deferral(force=False)
+
+    def _lift_deferral(self, force: bool) -> None:
+        # force: allocate even though messages are still queued.
         if self.deferred:
             self.deferred = False
-            self._parse()
+            self._force = force
+            try:
+                self._parse()
+            finally:
+                self._force = False
+
+    def _hold_back(self, size: int) -> bool:
+        """Whether to defer allocating ``size`` bytes (see DEFER_ALLOCATION)."""
+        return size >= DEFER_ALLOCATION and bool(self.messages) and not self._force
 
     def feed(self, data: Buffer) -> None:
         """Copy ``data`` in through get_buffer()/buffer_updated()."""
@@ -279,7 +286,7 @@ class FrameDecoder:
                         # messages are unread, hold back: allocating large buffers
                         # ahead of the reader makes the heap grow and shrink, and
                         # every fresh page then costs a fault (see resume()).
-                        if self.messages and size >= DEFER_ALLOCATION and not self._force:
+                        if self._hold_back(size):
                             self.deferred = True
                             return
                         self._start = start
@@ -302,7 +309,7 @@ class FrameDecoder:
                     prefix, nframes = _PRELUDE.unpack_from(buf, start)
                     self._check_prelude(prefix, nframes)
                     need = _U64 * nframes
-                    if need >= DEFER_ALLOCATION and self.messages and not self._force:
+                    if self._hold_back(need):
                         self.deferred = True  # its own buffer is due: see below
                         return
                     start += 16

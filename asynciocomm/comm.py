@@ -85,14 +85,9 @@ class AsyncioComm(Comm):
             while item is None:
                 await protocol.readable()
                 item = protocol.read_nowait()
-        except CommClosedError:
-            self._closed = True
-            self._finalizer.detach()
-            protocol.abort()
-            raise
         except BaseException:
-            # Cancelled or failed mid-read: the stream state is unknown, so the
-            # only safe thing is to abort (as the stock comm does).
+            # Closed, cancelled or failed mid-read: the stream state is unknown,
+            # so the only safe thing is to abort (as the stock comm does).
             self.abort()
             raise
         frames, nbytes = item
@@ -136,11 +131,6 @@ class AsyncioComm(Comm):
             waiting = self._protocol.send(buffers, nbytes)
             if waiting is not None:
                 await waiting
-        except CommClosedError:
-            self._closed = True
-            self._finalizer.detach()
-            self._protocol.abort()
-            raise
         except BaseException:
             self.abort()
             raise

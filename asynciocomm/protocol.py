@@ -137,11 +137,7 @@ class FramedProtocol(asyncio.BufferedProtocol):
             self._protocol_failure(exc)
             return
         if decoder.messages:
-            waiter = self._read_waiter
-            if waiter is not None:
-                self._read_waiter = None
-                if not waiter.done():
-                    waiter.set_result(None)
+            self._wake_reader()
             if not self._reading_paused and (
                 decoder.deferred or decoder.queued_bytes > self.settings.read_pause
             ):
@@ -158,8 +154,7 @@ class FramedProtocol(asyncio.BufferedProtocol):
         self._lost = True
         if self._exc is None:
             self._exc = exc
-        self._batch = []
-        self._batch_nbytes = 0
+        self._drop_batch()
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
@@ -178,6 +173,9 @@ class FramedProtocol(asyncio.BufferedProtocol):
 
     # -- state helpers -----------------------------------------------------------
 
+    def _drop_batch(self) -> None:
+        self._batch = []
+        self._batch_nbytes = 0
 
     def _protocol_failure(self, exc: ProtocolError) -> None:
         """Refuse a peer that broke the protocol: read nothing more and end the
@@ -316,8 +314,7 @@ class FramedProtocol(asyncio.BufferedProtocol):
         batch = self._batch
         if not batch or self.transport is None:
             return
-        self._batch = []
-        self._batch_nbytes = 0
+        self._drop_batch()
         transport = self.transport
         if len(batch) == 1:
             transport.write(batch[0])
@@ -356,7 +353,6 @@ class FramedProtocol(asyncio.BufferedProtocol):
         if transport is None or not transport.get_write_buffer_size():
             return
         s = self.settings
-        transport = self.transport
         transport.set_write_buffer_limits(high=0, low=0)  # pauses us now, resumes at 0
         try:
             await self._drain()
@@ -415,7 +411,6 @@ class FramedProtocol(asyncio.BufferedProtocol):
     def abort(self) -> None:
         """Drop everything and close the connection now."""
         self._closing = True
-        self._batch = []
-        self._batch_nbytes = 0
+        self._drop_batch()
         if self.transport is not None:
             self.transport.abort()
