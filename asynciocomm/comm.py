@@ -110,9 +110,11 @@ class AsyncioComm(Comm):
     ) -> int:
         if self._closed:
             raise CommClosedError(f"in {self}: comm was closed locally")
-        frame = self._codec.dumps(msg)
-        if frame is not FALLBACK:
-            buffers, nbytes = encode_single(frame, self._coalesce)
+        packed = self._codec.dumps(msg)
+        if type(packed) is bytes:
+            buffers, nbytes = encode_single(packed, self._coalesce)
+        elif packed is not FALLBACK:
+            buffers, nbytes = encode_frames(packed, self._coalesce)
         else:
             frames = await to_frames(
                 msg,
