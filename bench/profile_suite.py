@@ -116,6 +116,7 @@ def profile_one(scheme: str, loop: str, gc_on: bool, n: int, bounds: ClusterBoun
         "samples": analysis["samples"], "thread": analysis["thread"],
         "shares": analysis["shares"],
         "update_graph_parts": analysis["update_graph_parts"],
+        "comm_parts": analysis["comm_parts"],
         "overhead": {
             "wall_without_s": wall0, "wall_with_s": res["profiled"]["wall_s"],
             "wall_ratio": res["profiled"]["wall_s"] / wall0,

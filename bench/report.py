@@ -107,13 +107,14 @@ def _profile(prof: dict[str, Any]) -> str:
     for cat in cats:
         cells = [f"{100 * r['shares'].get(cat, 0.0):.1f} %" for r in runs]
         lines.append(f"| {cat} | " + " | ".join(cells) + " |")
-    parts: list[str] = []
-    for run in runs:
-        parts += [p for p in run.get("update_graph_parts", {}) if p not in parts]
-    for part in parts:
-        cells = [f"{100 * r.get('update_graph_parts', {}).get(part, 0.0):.1f} %"
-                 for r in runs]
-        lines.append(f"| ↳ update_graph: {part} | " + " | ".join(cells) + " |")
+    for key, label in (("comm_parts", "comm read + write"),
+                       ("update_graph_parts", "update_graph")):
+        parts: list[str] = []
+        for run in runs:
+            parts += [p for p in run.get(key, {}) if p not in parts]
+        for part in parts:
+            cells = [f"{100 * r.get(key, {}).get(part, 0.0):.1f} %" for r in runs]
+            lines.append(f"| ↳ {label}: {part} | " + " | ".join(cells) + " |")
     lines.append("| samples | " + " | ".join(str(r["samples"]) for r in runs) + " |")
     over = []
     for r in runs:

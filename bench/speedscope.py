@@ -16,6 +16,13 @@ Each sample of the scheduler's MainThread gets one category:
   ``update_graph``;
 - ``other`` for the rest.
 
+``comm read`` and ``comm write`` are split into parts: ``(de)serialization``
+when any frame under the comm call is serialization code (distributed's
+``protocol`` package and ``comm/utils.py``, msgpack, pickle, cloudpickle, dask's
+task spec reducers, ``asynciocomm/serialization.py``), else ``transport``. Both
+comms must produce the same wire bytes, so the first part is shared work; the
+second is what a transport can save.
+
 ``update_graph`` is split into parts: ``new tasks`` and ``other`` on the
 MainThread, and ``order`` / ``unpack`` which distributed offloads to its
 ``Dask-Offload`` thread (counted there, as a share of the MainThread's
@@ -48,6 +55,14 @@ NEW_TASK_NAMES = {"_create_taskstate_from_graph", "_generate_taskstates",
                   "new_task", "_apply_annotations", "_set_priorities"}
 UNPACK_NAMES = {"_materialize_graph", "convert_legacy_graph", "loads",
                 "materialize", "unpack_remotedata", "_get_dependencies"}
+
+
+SERIALIZATION_PATHS = ("distributed/protocol/", "distributed/comm/utils.py", "/msgpack/",
+                       "/pickle.py", "/copyreg.py", "/cloudpickle/", "dask/_task_spec.py",
+                       "asynciocomm/serialization.py")
+SERIALIZATION_NATIVE = ("msgpack", "_pickle")
+#: Framing helpers that live in distributed/protocol but are transport work.
+FRAMING_NAMES = {"pack_frames_prelude", "pack_frames", "unpack_frames"}
 
 
 def _base(name: str) -> str:
@@ -132,6 +147,26 @@ def categorize(stack: list[dict[str, Any]]) -> str:
     return "other"
 
 
+def _is_serialization(frame: dict[str, Any]) -> bool:
+    if _base(frame.get("name") or "") in FRAMING_NAMES:
+        return False
+    path = _norm(frame.get("file") or "")
+    if any(p in path for p in SERIALIZATION_PATHS):
+        return True
+    return _is_native(frame) and any(n in path for n in SERIALIZATION_NATIVE)
+
+
+def comm_part(stack: list[dict[str, Any]]) -> str | None:
+    """For a comm read/write sample: "(de)serialization" or "transport"."""
+    inside = False
+    for f in stack:
+        if not inside:
+            inside = frame_kind(f) in ("comm read", "comm write", "comm other")
+        elif _is_serialization(f):
+            return "(de)serialization"
+    return "transport" if inside else None
+
+
 def update_graph_part(stack: list[dict[str, Any]]) -> str | None:
     """For a MainThread sample inside update_graph: "new tasks" or "other"."""
     inside = False
@@ -185,6 +220,7 @@ def analyze(doc: dict[str, Any]) -> dict[str, Any]:
     main = main_thread(doc)
     counts: Counter[str] = Counter({c: 0.0 for c in CATEGORIES})
     parts: Counter[str] = Counter()
+    comm_parts: Counter[str] = Counter({"transport": 0.0, "(de)serialization": 0.0})
     total = 0.0
     for stack, w in _stacks(doc, main):
         cat = categorize(stack)
@@ -192,6 +228,8 @@ def analyze(doc: dict[str, Any]) -> dict[str, Any]:
         total += w
         if cat == "update_graph":
             parts[update_graph_part(stack) or "other"] += w
+        elif cat in ("comm read", "comm write"):
+            comm_parts[comm_part(stack) or "transport"] += w
     for prof in doc["profiles"]:
         if prof is main or "Offload" not in prof.get("name", ""):
             continue
@@ -210,4 +248,5 @@ def analyze(doc: dict[str, Any]) -> dict[str, Any]:
                         if total - counts["idle"] > 0 else 0.0
                         for c in CATEGORIES if c != "idle"},
         "update_graph_parts": {k: v / total for k, v in sorted(parts.items())} if total else {},
+        "comm_parts": {k: v / total for k, v in comm_parts.items()} if total else {},
     }

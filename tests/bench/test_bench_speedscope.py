@@ -135,3 +135,40 @@ def test_load_rejects_non_speedscope(tmp_path: Path) -> None:
     p.write_text(json.dumps({"a": 1}))
     with pytest.raises(ValueError):
         ss.load(p)
+
+
+@pytest.mark.parametrize("stack,expected", [
+    # stock: tcp.py write -> to_frames -> protocol.dumps -> msgpack
+    ([f("TCP.write", SITE + "distributed/comm/tcp.py"),
+      f("to_frames", SITE + "distributed/comm/utils.py"),
+      f("dumps", SITE + "distributed/protocol/core.py")], "(de)serialization"),
+    # stock: the socket write itself
+    ([f("TCP.write", SITE + "distributed/comm/tcp.py"),
+      f("IOStream.write", SITE + "tornado/iostream.py"),
+      f("write_to_fd", SITE + "tornado/iostream.py")], "transport"),
+    # ours: the fast path pickling a task spec
+    ([f("AsyncioComm.write", SITE + "asynciocomm/comm.py"),
+      f("MessageCodec.dumps", SITE + "asynciocomm/serialization.py"),
+      f("Task.__getstate__", SITE + "dask/_task_spec.py")], "(de)serialization"),
+    # ours: a native msgpack frame below the read
+    ([f("AsyncioComm.read", SITE + "asynciocomm/comm.py"),
+      f("unpackb", SITE + "msgpack/_cmsgpack.cpython-311-x86_64-linux-gnu.so")],
+     "(de)serialization"),
+    ([f("FramedProtocol.buffer_updated", SITE + "asynciocomm/protocol.py")], "transport"),
+    # the stock writer's framing helper lives in distributed/protocol, but frames
+    ([f("TCP.write", SITE + "distributed/comm/tcp.py"),
+      f("pack_frames_prelude", SITE + "distributed/protocol/utils.py")], "transport"),
+    # not a comm sample at all
+    ([f("dumps", SITE + "distributed/protocol/core.py")], None),
+])
+def test_comm_part(stack: list[dict[str, str]], expected: str | None) -> None:
+    assert ss.comm_part(ROOT + stack) == expected
+
+
+def test_comm_parts_add_up_to_the_comm_shares(speedscope_file: Path) -> None:
+    res = ss.analyze(ss.load(speedscope_file))
+    parts = res["comm_parts"]
+    assert sum(parts.values()) == pytest.approx(
+        res["shares"]["comm read"] + res["shares"]["comm write"])
+    # the stock comm of a wide workload spends time on both sides of the line
+    assert parts["transport"] > 0 and parts["(de)serialization"] > 0
