@@ -3,7 +3,7 @@
 For each scheme (default ``asyncio`` and stock ``tcp``) and event loop, against a
 listener in its own process (``bench.relserver``, memory read from /proc):
 
-* hostile inputs (``bench.relcore.hostile_inputs``), ``--hostile-copies`` of each
+* hostile inputs (``bench.relhostile.hostile_inputs``), ``--hostile-copies`` of each
   at once: connections aborted or left open, peak RSS and virtual size growth;
 * ``--idle`` idle half-open connections: still serving? RSS and descriptors per
   idle connection, descriptors back after they go;
@@ -64,7 +64,7 @@ def _raise_fd_limit() -> int:
 
 
 def _tls_spec(scheme: str, out: Path) -> Any:
-    from bench.relcore import TLSSpec, is_tls
+    from bench.relconn import TLSSpec, is_tls
     from bench.tlsfiles import make_tls_files
 
     if not is_tls(scheme):
@@ -74,7 +74,8 @@ def _tls_spec(scheme: str, out: Path) -> Any:
 
 
 async def _hostile(server: Any, tls: Any, copies: int) -> dict[str, Any]:
-    from bench.relcore import RawPeer, client_ssl_context, connect_args, hostile_inputs, roundtrip
+    from bench.relconn import client_ssl_context, connect_args, roundtrip
+    from bench.relhostile import RawPeer, hostile_inputs
 
     sec = tls.security() if tls else None
     ctx = client_ssl_context(sec) if sec else None
@@ -122,7 +123,8 @@ async def _hostile(server: Any, tls: Any, copies: int) -> dict[str, Any]:
 
 
 async def _idle(server: Any, tls: Any, n: int) -> dict[str, Any]:
-    from bench.relcore import connect_args, open_idle_sockets, roundtrip, socket_state
+    from bench.relconn import connect_args, roundtrip
+    from bench.relhostile import open_idle_sockets, socket_state
 
     sec = tls.security() if tls else None
     await roundtrip(server.address, connect_args(sec))
@@ -157,7 +159,8 @@ async def _idle(server: Any, tls: Any, n: int) -> dict[str, Any]:
 
 
 async def _cycles(server: Any, tls: Any, n: int) -> dict[str, Any]:
-    from bench.relcore import connect_args, connect_close_cycles, fd_count, roundtrip
+    from bench.relconn import connect_args, connect_close_cycles, roundtrip
+    from bench.relprocs import fd_count
 
     sec = tls.security() if tls else None
     await roundtrip(server.address, connect_args(sec))
@@ -180,7 +183,8 @@ async def _cycles(server: Any, tls: Any, n: int) -> dict[str, Any]:
 
 
 async def _soak(server: Any, tls: Any, total: int, max_size: int, comms: int) -> dict[str, Any]:
-    from bench.relcore import connect_args, soak
+    from bench.relconn import connect_args
+    from bench.relsoak import soak
 
     sec = tls.security() if tls else None
     stages = []
@@ -217,7 +221,7 @@ async def _soak(server: Any, tls: Any, total: int, max_size: int, comms: int) ->
 
 def _one(scheme: str, loop: str, args: argparse.Namespace, out: Path) -> dict[str, Any]:
     from bench.loops import run_on_loop
-    from bench.relcore import ListenerProcess
+    from bench.relprocs import ListenerProcess
 
     parts = set(args.only.split(","))
     tls = _tls_spec(scheme, out)

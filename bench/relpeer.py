@@ -1,5 +1,5 @@
 """``python -m bench.relpeer SPEC``: a peer process for the SIGKILL faults of
-:class:`bench.relcore.PeerProcess`.
+:class:`bench.relprocs.PeerProcess`.
 
 SPEC is JSON: mode ("write": send messages of ``size`` bytes back to back;
 "read": read everything), address, size, tls. Prints ``ready`` once the first
@@ -21,7 +21,7 @@ def main() -> None:
     from distributed.protocol import to_serialize
 
     from bench.loops import run_on_loop
-    from bench.relcore import TLSSpec, connect_args
+    from bench.relconn import TLSSpec, connect_args
 
     tls = TLSSpec(**spec["tls"]) if spec.get("tls") else None
     import os

@@ -1,9 +1,9 @@
 """``python -m bench.relserver SPEC``: a listener in its own process for
-:class:`bench.relcore.ListenerProcess` (so its memory can be read from /proc).
+:class:`bench.relprocs.ListenerProcess` (so its memory can be read from /proc).
 
 SPEC is JSON: scheme, loop, tls (ca/cert/key or null), config (dask config
 overrides). Prints ``{"address": ...}`` once listening; serves
-:func:`bench.relcore.soak_handler` until SIGTERM or until stdin closes.
+:func:`bench.relsoak.soak_handler` until SIGTERM or until stdin closes.
 Errors are logged to stderr.
 """
 
@@ -27,7 +27,8 @@ def main() -> None:
     dask.config.set(spec.get("config") or {})
     import asynciocomm  # noqa: F401  (config defaults)
     from bench.loops import run_on_loop
-    from bench.relcore import TLSSpec, serve, soak_handler
+    from bench.relconn import TLSSpec, serve
+    from bench.relsoak import soak_handler
 
     tls = TLSSpec(**spec["tls"]) if spec.get("tls") else None
 

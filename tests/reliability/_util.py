@@ -1,5 +1,6 @@
 """Helpers of the reliability suite (the scenarios themselves live in
-``bench/relcore.py`` and are shared with ``asynciocomm-bench reliability``)."""
+``bench/relconn.py``, ``relhostile.py``, ``relsoak.py`` and ``relprocs.py`` and are
+shared with ``asynciocomm-bench reliability``)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from bench.relcore import TLSSpec, fd_count
+from bench.relconn import TLSSpec
+from bench.relprocs import fd_count
 from tests.certs import Certs
 from tests.variants import VARIANTS, Variant
 

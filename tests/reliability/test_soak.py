@@ -14,7 +14,8 @@ import asyncio
 
 import pytest
 
-from bench.relcore import connect_args, roundtrip, serve, soak, soak_handler
+from bench.relconn import connect_args, roundtrip, serve
+from bench.relsoak import soak, soak_handler
 from tests.reliability._util import REL, hygiene, params, security
 
 
