@@ -1,10 +1,11 @@
-"""Build of the optional compiled codec.
+"""Build of the optional compiled decoder and encoder.
 
-``asynciocomm/codec.py`` is compiled by Cython (pure-Python mode) into the
-extension ``asynciocomm._ccodec`` from a build-time copy of the same source, so
-there is one implementation and a compiled twin of it. If Cython or a C compiler is
+``asynciocomm/decoder.py`` and ``asynciocomm/encoder.py`` are compiled by Cython
+(pure-Python mode) into the extensions ``asynciocomm._cdecoder`` and
+``asynciocomm._cencoder``, each from a build-time copy of its source, so there is
+one implementation of each and a compiled twin of it. If Cython or a C compiler is
 missing, or ``ASYNCIOCOMM_PURE_PYTHON=1`` is set, the package installs pure Python
-and :mod:`asynciocomm.speedups` uses ``codec.py`` itself.
+and :mod:`asynciocomm.speedups` uses ``decoder.py`` and ``encoder.py`` themselves.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PURE = os.environ.get("ASYNCIOCOMM_PURE_PYTHON", "") not in ("", "0")
+#: asynciocomm/<name>.py is compiled into asynciocomm._c<name>.
+TWINS = ("decoder", "encoder")
 
 
 class OptionalBuildExt(build_ext):
@@ -27,7 +30,7 @@ class OptionalBuildExt(build_ext):
         try:
             super().run()
         except Exception as e:  # noqa: BLE001 - any build failure means "pure"
-            print(f"asynciocomm: compiled codec not built ({e}); using pure Python", file=sys.stderr)
+            print(f"asynciocomm: compiled decoder/encoder not built ({e}); using pure Python", file=sys.stderr)
 
     def build_extension(self, ext: Extension) -> None:
         try:
@@ -44,17 +47,22 @@ def extensions() -> list[Extension]:
     except ImportError:
         print("asynciocomm: Cython not available; using pure Python", file=sys.stderr)
         return []
-    src = os.path.join(HERE, "asynciocomm", "codec.py")
-    copy = os.path.join(HERE, "asynciocomm", "_ccodec.py")
-    shutil.copyfile(src, copy)
+    copies: list[str] = []
     try:
+        modules: list[Extension] = []
+        for name in TWINS:
+            copy = os.path.join(HERE, "asynciocomm", f"_c{name}.py")
+            shutil.copyfile(os.path.join(HERE, "asynciocomm", f"{name}.py"), copy)
+            copies.append(copy)
+            modules.append(Extension(f"asynciocomm._c{name}", [os.path.relpath(copy, HERE)]))
         return cythonize(
-            [Extension("asynciocomm._ccodec", [os.path.relpath(copy, HERE)])],
+            modules,
             compiler_directives={"language_level": 3, "boundscheck": False, "wraparound": False},
             quiet=True,
         )
     finally:
-        os.remove(copy)  # the .c file now carries it; never import the copy
+        for copy in copies:
+            os.remove(copy)  # the .c files now carry them; never import a copy
 
 
 setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt})

@@ -33,7 +33,8 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any, cast
 
-from asynciocomm.codec import Buffer, default_allocator
+from asynciocomm.decoder import default_allocator
+from asynciocomm.encoder import Buffer
 from asynciocomm.speedups import FrameDecoder
 from asynciocomm.config import Settings
 from asynciocomm.errors import ProtocolError, translate

@@ -1,8 +1,9 @@
-"""Selects the codec implementation: compiled twin or pure Python.
+"""Selects the decoder and encoder implementations: compiled twins or pure Python.
 
-``asynciocomm._ccodec`` is ``codec.py`` compiled by Cython at install time (see
-setup.py). It is used when present, unless ``ASYNCIOCOMM_PURE_PYTHON=1`` is set;
-both expose the same names and pass the same tests.
+``asynciocomm._cdecoder`` and ``asynciocomm._cencoder`` are ``decoder.py`` and
+``encoder.py`` compiled by Cython at install time (see setup.py). They are used
+when both are present, unless ``ASYNCIOCOMM_PURE_PYTHON=1`` is set; each twin
+exposes the same names as its source and passes the same tests.
 """
 
 from __future__ import annotations
@@ -10,25 +11,28 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
-from asynciocomm import codec as pure
+from asynciocomm import decoder as pure_decoder
+from asynciocomm import encoder as pure_encoder
 
 FORCE_PURE = os.environ.get("ASYNCIOCOMM_PURE_PYTHON", "") not in ("", "0")
 
 
-def _load() -> ModuleType:
+def _load() -> tuple[ModuleType, ModuleType]:
     if FORCE_PURE:
-        return pure
+        return pure_decoder, pure_encoder
     try:
-        from asynciocomm import _ccodec  # type: ignore[attr-defined]
+        from asynciocomm import _cdecoder, _cencoder  # type: ignore[attr-defined]
     except ImportError:
-        return pure
-    return _ccodec
+        return pure_decoder, pure_encoder
+    return _cdecoder, _cencoder
 
 
-impl: ModuleType = _load()
-#: True when the compiled codec is in use.
-COMPILED: bool = impl is not pure
+decoder_impl: ModuleType
+encoder_impl: ModuleType
+decoder_impl, encoder_impl = _load()
+#: True when the compiled decoder and encoder are in use.
+COMPILED: bool = decoder_impl is not pure_decoder and encoder_impl is not pure_encoder
 
-FrameDecoder = impl.FrameDecoder
-encode_frames = impl.encode_frames
-encode_single = impl.encode_single
+FrameDecoder = decoder_impl.FrameDecoder
+encode_frames = encoder_impl.encode_frames
+encode_single = encoder_impl.encode_single

@@ -1,9 +1,9 @@
-"""The comm-level suites again, with the compiled codec switched off.
+"""The comm-level suites again, with the compiled decoder and encoder switched off.
 
-``tests/test_codec.py`` already runs every codec test on both implementations;
-this runs the conformance and serialization suites in a subprocess with
-``ASYNCIOCOMM_PURE_PYTHON=1``, so the pure-Python fallback is tested end to end
-by the same single test command.
+``tests/test_decoder.py`` and ``tests/test_encoder.py`` already run every decoder
+and encoder test on both implementations; this runs the conformance and
+serialization suites in a subprocess with ``ASYNCIOCOMM_PURE_PYTHON=1``, so the
+pure-Python fallback is tested end to end by the same single test command.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""A hypothesis state machine drives the codec (pure and compiled) with arbitrary
-splits, interleaved reads / pops / resumes and flipped bytes.
+"""A hypothesis state machine drives the decoder and the encoder (pure and compiled)
+with arbitrary splits, interleaved reads / pops / resumes and flipped bytes.
 
 A byte flipped in a frame's payload must give a message of the same frame lengths
 with exactly that byte changed (the oracle is patched and stays exact). A byte
@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from asynciocomm import codec, speedups
 from asynciocomm.errors import ProtocolError
+from tests.helpers_wire import COMPILED, PURE
 
 MAX_MESSAGE = 64 * 1024
 SETTINGS = settings(derandomize=True, database=None, max_examples=120,
@@ -38,7 +38,7 @@ frames_st = st.lists(
 
 
 class CodecMachine(RuleBasedStateMachine):
-    impl = codec
+    impl = PURE
 
     def __init__(self) -> None:
         super().__init__()
@@ -164,16 +164,16 @@ class CodecMachine(RuleBasedStateMachine):
 
 
 class PureCodec(CodecMachine):
-    impl = codec
+    impl = PURE
 
 
 TestPureCodec = PureCodec.TestCase
 TestPureCodec.settings = SETTINGS
 
-if speedups.COMPILED:
+if COMPILED is not None:
 
     class CompiledCodec(CodecMachine):
-        impl = speedups.impl
+        impl = COMPILED
 
     TestCompiledCodec = CompiledCodec.TestCase
     TestCompiledCodec.settings = SETTINGS

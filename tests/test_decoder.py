@@ -1,4 +1,4 @@
-"""The sans-I/O codec: no sockets, only bytes in and messages out."""
+"""The sans-I/O decoder: no sockets, only bytes in and messages out."""
 
 from __future__ import annotations
 
@@ -7,38 +7,21 @@ import struct
 
 import numpy as np
 import pytest
-from distributed.comm.tcp import _add_frames_header
 from distributed.protocol import dumps, to_serialize
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asynciocomm import codec, speedups
-from asynciocomm.codec import encode_header
+from asynciocomm import decoder, speedups
 from asynciocomm.errors import ProtocolError
+from tests.helpers_wire import BUILDS, MESSAGES, PURE, stock_wire, wire
 
-# The same tests run on the pure-Python codec and on its compiled twin.
-IMPLS = [pytest.param(codec, id="pure")]
-if speedups.COMPILED:
-    IMPLS.append(pytest.param(speedups.impl, id="compiled"))
-pytestmark = pytest.mark.parametrize("impl", IMPLS)
+pytestmark = pytest.mark.parametrize("impl", BUILDS)
 
 SMALL = dict(read_buffer=256, direct_read=64)
 
 
-def wire(frames: list, impl=codec) -> bytes:
-    buffers, total = impl.encode_frames(frames, coalesce=16)
-    data = b"".join(bytes(memoryview(b).cast("B")) for b in buffers)
-    assert len(data) == total
-    return data
-
-
-def stock_wire(frames: list) -> bytes:
-    out, _, _ = _add_frames_header(list(frames))
-    return b"".join(bytes(memoryview(b).cast("B")) for b in out)
-
-
 def decode_all(
-    data: bytes, splits: list[int] | None = None, impl=codec, **kw
+    data: bytes, splits: list[int] | None = None, impl=PURE, **kw
 ) -> list[list[bytes]]:
     dec = impl.FrameDecoder(**{**SMALL, **kw})
     if splits is None:
@@ -60,19 +43,6 @@ def decode_all(
     return out
 
 
-MESSAGES = [
-    pytest.param([b"x"], id="one-byte"),
-    pytest.param([b""], id="one-empty"),
-    pytest.param([b"", b"", b"a"], id="empties"),
-    pytest.param([b"h" * 10, bytearray(b"d" * 100)], id="header+buffer"),
-    pytest.param([b"h" * 10, bytearray(b"d" * 64)], id="exactly-direct"),
-    pytest.param([b"a" * 63, b"b" * 63, b"c" * 63], id="run-split"),
-    pytest.param([b"p" * 3000, bytearray(b"d" * 100), bytearray(b"e" * 5)], id="pickle-then-buffers"),
-    pytest.param([b"s" * 1000], id="larger-than-read-buffer"),
-    pytest.param([bytes([i % 251]) * (i % 7) for i in range(200)], id="many-tiny"),
-]
-
-
 @pytest.mark.parametrize("frames", MESSAGES)
 @pytest.mark.parametrize("mode", ["whole", "bytewise", "random"])
 def test_roundtrip_table(frames: list, mode: str, impl) -> None:
@@ -85,11 +55,6 @@ def test_roundtrip_table(frames: list, mode: str, impl) -> None:
         rng = random.Random(len(data))
         got = decode_all(data, splits=[rng.randrange(len(data) + 1) for _ in range(7)], impl=impl)
     assert got == [[bytes(memoryview(f).cast("B")) for f in frames]]
-
-
-@pytest.mark.parametrize("frames", MESSAGES)
-def test_bytes_identical_to_stock_writer(frames: list, impl) -> None:
-    assert wire(frames, impl) == stock_wire(frames)
 
 
 def test_decodes_stock_writer_for_real_messages(impl) -> None:
@@ -226,18 +191,6 @@ def test_config_bound_check(impl) -> None:
         impl.FrameDecoder(read_buffer=100, direct_read=80)
 
 
-def test_encode_passes_large_frames_by_reference_as_bytes_views(impl) -> None:
-    arr = np.arange(100_000, dtype="f8").reshape(100, 1000)
-    frames = [b"hdr", memoryview(arr)]
-    buffers, total = impl.encode_frames(frames, coalesce=1024)
-    assert len(buffers) == 2
-    assert buffers[0][:16] == encode_header(frames, [3, arr.nbytes])[:16]
-    view = buffers[1]
-    assert isinstance(view, memoryview) and view.ndim == 1 and view.format == "B"
-    assert view.obj is arr or np.shares_memory(np.asarray(view), arr)
-    assert total == 16 + 16 + 3 + arr.nbytes
-
-
 frame_st = st.one_of(
     st.binary(max_size=300),
     st.binary(max_size=300).map(bytearray),
@@ -263,22 +216,13 @@ def test_hypothesis_roundtrip(msgs: list, cuts: list, direct: int, impl) -> None
     assert data == b"".join(stock_wire(m) for m in msgs)
 
 
-@pytest.mark.parametrize("n", [0, 1, 15, 16, 17, 5000])
-def test_encode_single_matches_general_encoder(n: int, impl) -> None:
-    frame = bytes(range(256)) * (n // 256) + b"z" * (n % 256)
-    single, total = impl.encode_single(frame, coalesce=16)
-    general, total2 = impl.encode_frames([frame], coalesce=16)
-    assert total == total2
-    assert b"".join(map(bytes, single)) == b"".join(map(bytes, general)) == stock_wire([frame])
-
-
-def test_compiled_codec_is_built_unless_pure_is_forced(impl) -> None:
+def test_compiled_decoder_is_built_unless_pure_is_forced(impl) -> None:
     """CI installs with Cython and a compiler: the twin must really be there."""
     if speedups.FORCE_PURE:
-        assert speedups.impl is codec
+        assert speedups.decoder_impl is decoder
     else:
-        assert speedups.COMPILED, "asynciocomm._ccodec was not built"
-        assert speedups.impl.__file__.endswith((".so", ".pyd"))
+        assert speedups.COMPILED, "asynciocomm._cdecoder was not built"
+        assert speedups.decoder_impl.__file__.endswith((".so", ".pyd"))
 
 
 def test_large_allocation_waits_until_earlier_messages_are_taken(impl) -> None:
@@ -288,7 +232,7 @@ def test_large_allocation_waits_until_earlier_messages_are_taken(impl) -> None:
         allocations.append(n)
         return memoryview(bytearray(n))
 
-    big = codec.DEFER_ALLOCATION
+    big = decoder.DEFER_ALLOCATION
     first = wire([b"first"], impl)
     small = wire([b"h" * 10, bytearray(b"b" * 100)], impl)  # direct, but cheap
     second = wire([b"h" * 10, bytearray(b"B" * big)], impl)
@@ -307,7 +251,7 @@ def test_large_allocation_waits_until_earlier_messages_are_taken(impl) -> None:
 
 def test_deferred_decoder_still_accepts_input_when_asked(impl) -> None:
     dec = impl.FrameDecoder(read_buffer=256, direct_read=64)
-    big = codec.DEFER_ALLOCATION
+    big = decoder.DEFER_ALLOCATION
     data = wire([b"a"], impl) + wire([bytearray(b"C" * big)], impl)
     dec.feed(data)  # feed keeps asking for buffers: the deferral must give way
     assert not dec.deferred

@@ -1,4 +1,4 @@
-"""The frame codec: distributed's tcp wire format as a pure state machine (no I/O).
+"""The frame decoder: distributed's tcp wire format as a pure state machine (no I/O).
 
 Wire format (identical to ``distributed.comm.tcp``, all little-endian u64)::
 
@@ -29,9 +29,7 @@ Strategy of :class:`FrameDecoder` (the read side, driven like a BufferedProtocol
   anything is allocated for the message. A violation raises :class:`ProtocolError`
   and the decoder refuses further input.
 
-:func:`encode_frames` is the write side: it computes the same prefix as the stock
-writer (so the bytes on the wire are identical), joins the header with the small
-frames and passes large frames by reference as 1-D byte views.
+The write side is :mod:`asynciocomm.encoder`.
 """
 
 from __future__ import annotations
@@ -41,16 +39,13 @@ from collections import deque
 
 import cython
 from collections.abc import Callable, Sequence
-from typing import Union
 
 from asynciocomm.config import C_INT_MAX
 from asynciocomm.errors import ProtocolError
 
-Buffer = Union[bytes, bytearray, memoryview]
 Allocator = Callable[[int], memoryview]
 
 _PRELUDE = struct.Struct("<QQ")
-_SINGLE = struct.Struct("<QQQ")
 _U64 = 8
 
 #: Buffers from this size up are held back while earlier messages are unread
@@ -95,7 +90,7 @@ class FrameDecoder:
     lists of writable memoryviews; :attr:`queued_bytes` counts their payload.
 
     This module is also compiled by Cython (pure-Python mode) into
-    ``asynciocomm._ccodec``; the declarations below type the fields there and are
+    ``asynciocomm._cdecoder``; the declarations below type the fields there and are
     plain class attributes here.
     """
 
@@ -224,7 +219,7 @@ class FrameDecoder:
         """Whether to defer allocating ``size`` bytes (see DEFER_ALLOCATION)."""
         return size >= DEFER_ALLOCATION and bool(self.messages) and not self._force
 
-    def feed(self, data: Buffer) -> None:
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Copy ``data`` in through get_buffer()/buffer_updated()."""
         src = memoryview(data).cast("B")
         pos, total = 0, src.nbytes
@@ -448,90 +443,3 @@ class FrameDecoder:
             self._blocks = []
             self._state = _S_PRELUDE
             self._need = 16
-
-
-# -- encoding -----------------------------------------------------------------------
-
-
-def _as_bytes_view(frame: Buffer) -> memoryview:
-    mv = frame if isinstance(frame, memoryview) else memoryview(frame)
-    if mv.ndim != 1 or mv.format != "B":
-        mv = mv.cast("B")  # gh-135862: partial sends of N-d views truncate data
-    return mv
-
-
-def shared_prefix_nbytes(frames: Sequence[Buffer], lengths: Sequence[int]) -> int:
-    """Bytes of the leading frames a reader may keep in one shared buffer.
-
-    This is the stock writer's rule, so both comms put the same bytes on the wire:
-    bytes frames (msgpack header, pickles, compressed data) are shared; the first
-    non-bytes buffer is shared too if what precedes it is negligible, and the
-    shared region ends before the next distinct non-bytes buffer.
-    """
-    nosplit = 0
-    first: object = None
-    for frame, nb in zip(frames, lengths):
-        obj = frame.obj if isinstance(frame, memoryview) else frame
-        if not isinstance(obj, bytes):
-            if first is None:
-                if nosplit > max(2048, nb * 0.05):
-                    break
-                first = obj
-            elif first is not obj:
-                break
-        nosplit += nb
-    return nosplit
-
-
-def encode_header(frames: Sequence[Buffer], lengths: Sequence[int]) -> bytes:
-    """The prefix, frame count and lengths of a message."""
-    n = len(lengths)
-    prefix = _U64 + _U64 * n + shared_prefix_nbytes(frames, lengths)
-    return struct.pack(f"<QQ{n}Q", prefix, n, *lengths)
-
-
-def frame_nbytes(frame: Buffer) -> int:
-    """Size in bytes of any buffer."""
-    if type(frame) is bytes:
-        return len(frame)
-    return memoryview(frame).nbytes
-
-
-def encode_single(frame: bytes, coalesce: int) -> tuple[list[Buffer], int]:
-    """:func:`encode_frames` for a message of one ``bytes`` frame (the common
-    msgpack-only message): same bytes, a fraction of the work."""
-    n = len(frame)
-    header = _SINGLE.pack(16 + n, 1, n)
-    if n < coalesce:
-        return [header + frame], 24 + n
-    return [header, frame], 24 + n
-
-
-def encode_frames(frames: Sequence[Buffer], coalesce: int) -> tuple[list[Buffer], int]:
-    """Serialize one message for the wire.
-
-    Returns the buffers to write, in order, and their total size. The header and
-    every frame under ``coalesce`` bytes are joined into single ``bytes`` objects;
-    larger frames are returned as 1-D byte views of the caller's memory (never
-    mutate a frame after writing it), split below C int max.
-    """
-    lengths = [frame_nbytes(f) for f in frames]
-    header = encode_header(frames, lengths)
-    total = len(header) + sum(lengths)
-    if total < coalesce or max(lengths) < coalesce:
-        return [b"".join([header, *frames])], total
-    out: list[Buffer] = []
-    batch: list[Buffer] = [header]
-    for frame, nb in zip(frames, lengths):
-        if nb < coalesce:
-            batch.append(frame)
-            continue
-        if batch:
-            out.append(b"".join(batch) if len(batch) > 1 else batch[0])
-            batch = []
-        mv = _as_bytes_view(frame)
-        for i in range(0, nb, C_INT_MAX):
-            out.append(mv[i : i + C_INT_MAX] if nb > C_INT_MAX else mv)
-    if batch:
-        out.append(b"".join(batch) if len(batch) > 1 else batch[0])
-    return out, total

@@ -1,0 +1,109 @@
+"""The frame encoder: messages to distributed's tcp wire format (no I/O).
+
+The wire format (see :mod:`asynciocomm.decoder`, the read side) is little-endian
+u64s: ``prefix | nframes | lengths... | frames...``.
+
+:func:`encode_frames` is the write side: it computes the same prefix as the stock
+writer (so the bytes on the wire are identical), joins the header with the small
+frames and passes large frames by reference as 1-D byte views.
+
+This module is also compiled by Cython (pure-Python mode) into
+``asynciocomm._cencoder``.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from typing import Union
+
+from asynciocomm.config import C_INT_MAX
+
+Buffer = Union[bytes, bytearray, memoryview]
+
+_SINGLE = struct.Struct("<QQQ")
+_U64 = 8
+
+
+def _as_bytes_view(frame: Buffer) -> memoryview:
+    mv = frame if isinstance(frame, memoryview) else memoryview(frame)
+    if mv.ndim != 1 or mv.format != "B":
+        mv = mv.cast("B")  # gh-135862: partial sends of N-d views truncate data
+    return mv
+
+
+def shared_prefix_nbytes(frames: Sequence[Buffer], lengths: Sequence[int]) -> int:
+    """Bytes of the leading frames a reader may keep in one shared buffer.
+
+    This is the stock writer's rule, so both comms put the same bytes on the wire:
+    bytes frames (msgpack header, pickles, compressed data) are shared; the first
+    non-bytes buffer is shared too if what precedes it is negligible, and the
+    shared region ends before the next distinct non-bytes buffer.
+    """
+    nosplit = 0
+    first: object = None
+    for frame, nb in zip(frames, lengths):
+        obj = frame.obj if isinstance(frame, memoryview) else frame
+        if not isinstance(obj, bytes):
+            if first is None:
+                if nosplit > max(2048, nb * 0.05):
+                    break
+                first = obj
+            elif first is not obj:
+                break
+        nosplit += nb
+    return nosplit
+
+
+def encode_header(frames: Sequence[Buffer], lengths: Sequence[int]) -> bytes:
+    """The prefix, frame count and lengths of a message."""
+    n = len(lengths)
+    prefix = _U64 + _U64 * n + shared_prefix_nbytes(frames, lengths)
+    return struct.pack(f"<QQ{n}Q", prefix, n, *lengths)
+
+
+def frame_nbytes(frame: Buffer) -> int:
+    """Size in bytes of any buffer."""
+    if type(frame) is bytes:
+        return len(frame)
+    return memoryview(frame).nbytes
+
+
+def encode_single(frame: bytes, coalesce: int) -> tuple[list[Buffer], int]:
+    """:func:`encode_frames` for a message of one ``bytes`` frame (the common
+    msgpack-only message): same bytes, a fraction of the work."""
+    n = len(frame)
+    header = _SINGLE.pack(16 + n, 1, n)
+    if n < coalesce:
+        return [header + frame], 24 + n
+    return [header, frame], 24 + n
+
+
+def encode_frames(frames: Sequence[Buffer], coalesce: int) -> tuple[list[Buffer], int]:
+    """Serialize one message for the wire.
+
+    Returns the buffers to write, in order, and their total size. The header and
+    every frame under ``coalesce`` bytes are joined into single ``bytes`` objects;
+    larger frames are returned as 1-D byte views of the caller's memory (never
+    mutate a frame after writing it), split below C int max.
+    """
+    lengths = [frame_nbytes(f) for f in frames]
+    header = encode_header(frames, lengths)
+    total = len(header) + sum(lengths)
+    if total < coalesce or max(lengths) < coalesce:
+        return [b"".join([header, *frames])], total
+    out: list[Buffer] = []
+    batch: list[Buffer] = [header]
+    for frame, nb in zip(frames, lengths):
+        if nb < coalesce:
+            batch.append(frame)
+            continue
+        if batch:
+            out.append(b"".join(batch) if len(batch) > 1 else batch[0])
+            batch = []
+        mv = _as_bytes_view(frame)
+        for i in range(0, nb, C_INT_MAX):
+            out.append(mv[i : i + C_INT_MAX] if nb > C_INT_MAX else mv)
+    if batch:
+        out.append(b"".join(batch) if len(batch) > 1 else batch[0])
+    return out, total
