@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from bench import rawproto
-from bench.measure import GiB, size_label
+from bench.measure import WARMUP_S, GiB, size_label, warmup_messages
 from bench.options import CommBounds
 from bench.stats import percentile
 
@@ -86,6 +86,13 @@ def rawsock_run(address: str, ssl_ctx: Any, bounds: CommBounds,
                 frame = hdr
                 arr = np.random.default_rng(size).integers(0, 255, size, dtype=np.uint8)
                 payload = memoryview(arr).cast("B")
+            stop = time.perf_counter() + WARMUP_S
+            for _ in range(warmup_messages(size, count)):
+                sock.sendall(frame)
+                if payload is not None:
+                    sock.sendall(payload)
+                if time.perf_counter() > stop:
+                    break
             _sync(sock)
             cpu0 = server_cpu()
             t0 = time.perf_counter()
