@@ -139,12 +139,12 @@ class FramedProtocol(asyncio.BufferedProtocol):
             return
         if decoder.messages:
             self._wake_reader()
-            if not self._reading_paused and (
-                decoder.deferred or decoder.queued_bytes > self.settings.read_pause
-            ):
-                self._reading_paused = True
-                assert self.transport is not None
-                self.transport.pause_reading()
+        if not self._reading_paused and (
+            decoder.deferred or decoder.queued_bytes > self.settings.read_pause
+        ):
+            self._reading_paused = True
+            assert self.transport is not None
+            self.transport.pause_reading()
 
     def eof_received(self) -> bool:
         self._eof = True
@@ -245,23 +245,31 @@ class FramedProtocol(asyncio.BufferedProtocol):
         complete message has been read.
         """
         decoder = self._decoder
-        if decoder.messages:
-            item = decoder.pop()
-            if decoder.deferred and not decoder.messages:
-                # The reader caught up: let the held-back large frame in now, so
-                # the kernel fills it while the caller handles this message.
+        if not decoder.messages:
+            # The reader asks for the next message: from now on large frames may
+            # get their buffers (and a held-back one gets it now). Not earlier:
+            # until this call the reader may still hold the message it read
+            # last, and a large buffer allocated meanwhile makes glibc's heap
+            # grow and trim around it (see DEFER_ALLOCATION).
+            decoder.demand = True
+            if decoder.deferred:
                 try:
                     decoder.resume()
                 except ProtocolError as exc:
                     self._protocol_failure(exc)
-            if (
-                self._reading_paused
-                and not decoder.deferred
-                and decoder.queued_bytes <= self.settings.read_pause // 2
-            ):
-                self._reading_paused = False
-                if self.transport is not None:
-                    self.transport.resume_reading()
+        item = None
+        if decoder.messages:
+            item = decoder.pop()
+            decoder.demand = False  # the caller holds it until it asks again
+        if (
+            self._reading_paused
+            and not decoder.deferred
+            and decoder.queued_bytes <= self.settings.read_pause // 2
+        ):
+            self._reading_paused = False
+            if self.transport is not None:
+                self.transport.resume_reading()
+        if item is not None:
             return item
         if self._eof or self._lost or self._closing:
             raise self.closed_error()

@@ -249,6 +249,38 @@ def test_large_allocation_waits_until_earlier_messages_are_taken(impl) -> None:
     assert [bytes(f) for f in dec.pop()[0]] == [b"h" * 10, b"B" * big]
 
 
+def test_large_allocation_waits_for_demand(impl) -> None:
+    """With no message queued but no demand either (the reader still holds the
+    last one), a large buffer waits for resume(); small blocks do not."""
+    allocations: list[int] = []
+
+    def alloc(n: int) -> memoryview:
+        allocations.append(n)
+        return memoryview(bytearray(n))
+
+    big = decoder.DEFER_ALLOCATION
+    dec = impl.FrameDecoder(read_buffer=256, direct_read=64, allocate=alloc)
+    dec.demand = False
+    dec.feed(wire([b"h", bytearray(b"s" * 100)], impl))  # direct but small
+    assert allocations == [101] and not dec.deferred
+    dec.pop()
+    data = wire([bytearray(b"L" * big)], impl)
+    dec.buffer_updated(_put(dec, data[:40]))
+    assert dec.deferred and allocations == [101]
+    dec.demand = True
+    dec.resume()
+    assert not dec.deferred and allocations == [101, big]
+    dec.feed(data[40:])
+    assert bytes(dec.pop()[0][0]) == b"L" * big
+
+
+def _put(dec, data: bytes) -> int:
+    """Write ``data`` into the decoder's next buffer (it must fit); its length."""
+    buf = dec.get_buffer()
+    buf[: len(data)] = data
+    return len(data)
+
+
 def test_deferred_decoder_still_accepts_input_when_asked(impl) -> None:
     dec = impl.FrameDecoder(read_buffer=256, direct_read=64)
     big = decoder.DEFER_ALLOCATION
