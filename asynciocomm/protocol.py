@@ -14,10 +14,11 @@ Strategy:
   drain while the transport is above its high-water mark.
 * **Large frames on the plain asyncio loop.** Python < 3.12's socket transport
   copies whatever the kernel does not take at once into a bytearray and sends from
-  it; for a 128 MiB frame that collapses to a fraction of uvloop's speed. Large
-  frames there are written in chunks, each handed over only when the transport's
-  buffer is empty, so the kernel reads them from the caller's memory and at most
-  one chunk's tail is ever copied. Public transport API only.
+  it; for a 128 MiB frame that collapses to a fraction of uvloop's speed, and its
+  TLS transport first encrypts the whole frame into one such buffer. Large frames
+  there are written in chunks, each handed over only when the transport's buffer
+  is empty, so the kernel (or the TLS layer) reads them from the caller's memory
+  and at most one chunk's tail is ever copied. Public transport API only.
 * **Ending.** ``close()`` sends everything already written, then closes and waits
   for the transport to report the connection lost (bounded: it aborts when no
   byte has left for ``timeouts.tcp``). ``abort()`` is immediate. The reason a
@@ -64,11 +65,12 @@ def _transport_keeps_references(transport: asyncio.BaseTransport) -> bool:
 
 
 def _transport_copies_large_writes(transport: asyncio.BaseTransport) -> bool:
-    """asyncio's own socket transport (not TLS, which encrypts into new buffers
-    anyway) copies a partial send's remainder."""
-    return not _transport_keeps_references(transport) and (
-        transport.get_extra_info("sslcontext") is None
-    )
+    """asyncio's own transports. The socket transport copies a partial send's
+    remainder. The TLS transport encrypts a whole write into one ciphertext
+    buffer, which that socket transport then copies and shifts on every send:
+    0.40 GiB/s for 128 MiB messages, against 1.4-1.9 GiB/s in chunks (measured
+    with Python 3.11, at the level of the stock tls comm)."""
+    return not _transport_keeps_references(transport)
 
 
 class FramedProtocol(asyncio.BufferedProtocol):

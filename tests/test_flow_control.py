@@ -15,6 +15,7 @@ import pytest
 from distributed.protocol import to_serialize
 
 from asynciocomm.decoder import DEFER_ALLOCATION
+from asynciocomm.protocol import LARGE_WRITE_CHUNK
 from tests.helpers_net import WAIT
 from tests.variants import OURS, connect_to, raw_socket, serve
 
@@ -171,3 +172,44 @@ async def test_read_pauses_when_unread_messages_exceed_the_bound(
                 await comm.close()
                 receiver.abort()
                 done.set()
+
+
+def _socket_transport(transport: asyncio.BaseTransport) -> asyncio.BaseTransport:
+    """The socket transport under a TLS transport (asyncio's sslproto), or itself."""
+    ssl_protocol = getattr(transport, "_ssl_protocol", None)
+    return ssl_protocol._transport if ssl_protocol is not None else transport
+
+
+async def test_large_write_is_handed_over_in_chunks_where_transports_copy(
+    variant, certs
+) -> None:
+    """On the plain asyncio loop, whose socket transport copies what the kernel
+    does not take at once (and whose TLS transport first encrypts a whole write),
+    a 48 MiB message reaches the socket transport one chunk at a time: its buffer
+    never holds much more than LARGE_WRITE_CHUNK. Every byte arrives."""
+    loop = asyncio.get_running_loop()
+    if type(loop).__module__.startswith("uvloop"):
+        pytest.skip("uvloop's transports write buffers by reference")
+    size = 48 * MiB
+    got: asyncio.Future = loop.create_future()
+
+    async def handler(comm) -> None:
+        got.set_result(await comm.read())
+        await comm.close()
+
+    async with serve(variant, certs, handler) as listener:
+        comm = await connect_to(variant, certs, listener.contact_address, timeout=WAIT)
+        sock_transport = _socket_transport(comm._protocol.transport)
+        peak = 0
+
+        def sample() -> None:
+            nonlocal peak
+            peak = max(peak, sock_transport.get_write_buffer_size())
+            if not got.done():
+                loop.call_soon(sample)
+
+        sample()
+        await asyncio.wait_for(comm.write(_msg(7, size)), WAIT)
+        _check(await asyncio.wait_for(got, WAIT), 7, size)
+        await comm.close()
+    assert 0 < peak <= LARGE_WRITE_CHUNK + 256 * 1024, peak
