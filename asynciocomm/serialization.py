@@ -33,6 +33,7 @@ packing, and ``from_frames`` calls a Python ``object_hook`` for every dict.
 
 from __future__ import annotations
 
+import functools
 import pickle
 from typing import Any
 
@@ -88,48 +89,52 @@ def _pickle_inband(x: Any) -> bytes:
     return result
 
 
+def _encode_default(sub: list[bytes], obj: Any) -> Any:
+    """distributed's ``_encode_default`` for the context-free cases; sub-frames
+    go to ``sub``, whose item 0 is the place of the head frame."""
+    if isinstance(obj, ToPickle):
+        pickled = _pickle_inband(obj.data)
+        if not sub:
+            sub.append(b"")
+        offset = len(sub)
+        # The keys and their order are those distributed writes.
+        sub.append(msgpack.dumps(
+            {"pickled-obj": pickled, "compression": (), "num-sub-frames": 0}))
+        return {"__Pickled__": offset}
+    if isinstance(obj, (Serialize, Serialized, Pickled)):
+        raise _NeedsFallback
+    return msgpack_encode_default(obj)  # sets, enums; else obj -> TypeError
+
+
 class MessageCodec:
     """Per-comm fast (de)serializer. One instance per comm: the msgpack Packer
-    keeps an internal buffer and the hook collects sub-frames on the instance,
-    so it must not be shared across threads."""
+    keeps an internal buffer and its hook collects sub-frames in a list of this
+    instance, so it must not be shared across threads. The hook holds that list,
+    not the instance: no reference cycle keeps a dropped comm alive until the
+    garbage collector runs (its finalizer closes it)."""
 
-    __slots__ = ("_packer", "_subframes")
+    __slots__ = ("_packer", "_sub")
 
     def __init__(self) -> None:
-        self._subframes: list[bytes] | None = None
-        self._packer = msgpack.Packer(use_bin_type=True, default=self._encode_default)
+        self._sub: list[bytes] = []
+        self._packer = msgpack.Packer(
+            use_bin_type=True, default=functools.partial(_encode_default, self._sub))
 
     def dumps(self, msg: Any) -> bytes | list[bytes] | Any:
         """distributed's frames for ``msg``: the one frame as ``bytes``, a list
         when there are sub-frames, or FALLBACK."""
-        self._subframes = None
+        sub = self._sub
         try:
             head = self._packer.pack(msg)
         except Exception:  # _NeedsFallback, TypeError, pickling errors; the packer resets
-            self._subframes = None
+            sub.clear()
             return FALLBACK
-        sub = self._subframes
-        if sub is None:
+        if not sub:
             return head
-        self._subframes = None
-        sub[0] = head
-        return sub
-
-    def _encode_default(self, obj: Any) -> Any:
-        """distributed's ``_encode_default`` for the context-free cases."""
-        if isinstance(obj, ToPickle):
-            pickled = _pickle_inband(obj.data)
-            sub = self._subframes
-            if sub is None:
-                sub = self._subframes = [b""]  # [0] is the head frame, set by dumps
-            offset = len(sub)
-            # The keys and their order are those distributed writes.
-            sub.append(msgpack.dumps(
-                {"pickled-obj": pickled, "compression": (), "num-sub-frames": 0}))
-            return {"__Pickled__": offset}
-        if isinstance(obj, (Serialize, Serialized, Pickled)):
-            raise _NeedsFallback
-        return msgpack_encode_default(obj)  # sets, enums; else obj -> TypeError
+        frames = sub.copy()
+        sub.clear()
+        frames[0] = head
+        return frames
 
     @staticmethod
     def loads(

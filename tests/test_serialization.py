@@ -109,3 +109,19 @@ def test_pickle_by_value_registry_is_honoured() -> None:
         cloudpickle.unregister_pickle_by_value(certs)
     assert by_value != by_reference
     assert by_reference == dumps(msg)
+
+
+def test_codec_is_freed_by_reference_counting() -> None:
+    """The packer's hook must not hold the codec: a cycle would keep every
+    dropped comm alive, and its finalizer waiting, until the collector runs."""
+    import gc
+
+    gc.collect()
+    gc.disable()
+    try:
+        codec = MessageCodec()
+        assert codec.dumps({"p": ToPickle(1)}) == dumps({"p": ToPickle(1)})
+        del codec
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
