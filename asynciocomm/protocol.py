@@ -7,20 +7,8 @@ Strategy:
   a large frame's own buffer. Complete messages queue in the decoder; ``read()``
   pops one without creating a future when one is waiting. Reading pauses while the
   unread messages exceed ``read-pause`` bytes and resumes below half of it.
-* **Writes.** ``write()`` appends the encoded message to a batch that is flushed by
-  one ``call_soon`` callback: all messages written in one event-loop iteration
-  leave in one syscall (``writelines``/writev on uvloop, one joined ``write`` for
-  small buffers elsewhere); large frames stay references. A writer waits for a
-  drain while the transport is above its high-water mark.
-* **Large frames on the plain asyncio loop, and over TLS.** Python < 3.12's
-  socket transport copies whatever the kernel does not take at once into a
-  bytearray and sends from it; for a 128 MiB frame that collapses to a fraction of
-  uvloop's speed. Large frames there are written in chunks, each handed over only
-  when the transport's buffer is empty, so the kernel reads them from the
-  caller's memory and at most one chunk's tail is ever copied. TLS transports (on
-  either loop) encrypt a whole write into one buffer before any of it leaves;
-  they get the same chunks, paced by the ordinary write flow control. Public
-  transport API only.
+* **Writes** live in :class:`asynciocomm.writer.BatchWriter`, a mixin of this
+  class: batched flushes, write flow control, chunked large frames.
 * **Ending.** ``close()`` sends everything already written, then closes and waits
   for the transport to report the connection lost (bounded: it aborts when no
   byte has left for ``timeouts.tcp``). ``abort()`` is immediate. The reason a
@@ -33,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import Any, cast
 
 from asynciocomm.decoder import default_allocator
@@ -42,17 +30,15 @@ from asynciocomm.speedups import FrameDecoder
 from asynciocomm.config import Settings
 from asynciocomm.errors import ProtocolError, translate
 from asynciocomm.sockopts import configure_socket
+from asynciocomm.writer import (
+    BatchWriter,
+    chunk_large_writes,
+    copies_large_writes,
+    keeps_references,
+)
 
 logger = logging.getLogger(__name__)
 
-#: Chunk size for large frames on transports that copy unsent data (the plain
-#: asyncio loop before 3.12). Each chunk is handed to the transport only when its
-#: buffer is empty, so at most this much is ever copied; 4 MiB matches Linux's
-#: largest socket send buffer, so one chunk usually leaves in one send().
-LARGE_WRITE_CHUNK = 4 * 1024 * 1024
-#: Messages from this size up take that path on such transports. Below it, a
-#: copy of the unsent tail costs less than waiting for the buffer to empty.
-LARGE_WRITE_MIN = 256 * 1024
 #: A plaintext TLS alert record: fatal, protocol_version (RFC 8446, 6.2).
 TLS_PROTOCOL_VERSION_ALERT = bytes([21, 3, 1, 0, 2, 2, 70])
 #: Seconds a peer that broke the protocol has to take the bytes already written
@@ -60,33 +46,7 @@ TLS_PROTOCOL_VERSION_ALERT = bytes([21, 3, 1, 0, 2, 2, 70])
 PROTOCOL_ERROR_GRACE = 1.0
 
 
-def _transport_keeps_references(transport: asyncio.BaseTransport) -> bool:
-    """uvloop's transports write buffers by reference (writev), so a batch can be
-    handed over as a list without joining or copying."""
-    return type(transport).__module__.startswith("uvloop")
-
-
-def _is_tls(transport: asyncio.BaseTransport) -> bool:
-    return transport.get_extra_info("sslcontext") is not None
-
-
-def _transport_copies_large_writes(transport: asyncio.BaseTransport) -> bool:
-    """asyncio's own socket transport copies a partial send's remainder, and
-    before Python 3.12 shifts that copy on every send."""
-    return not _transport_keeps_references(transport) and not _is_tls(transport)
-
-
-def _chunk_large_writes(transport: asyncio.BaseTransport) -> bool:
-    """Whether large frames go to this transport in chunks. Besides the copying
-    socket transport: every TLS transport, asyncio's or uvloop's, encrypts a
-    whole write at once into one ciphertext buffer before a byte leaves, so the
-    peer waits for all of it. Measured, 128 MiB messages: 0.40 (asyncio loop) /
-    0.85 (uvloop) GiB/s whole, 1.8 / 1.8-2.1 GiB/s in chunks; the stock tls comm
-    does 1.65 / 0.95-1.64."""
-    return _is_tls(transport) or _transport_copies_large_writes(transport)
-
-
-class FramedProtocol(asyncio.BufferedProtocol):
+class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
     """One connection: decoder, read waiter, write batch and flow control.
 
     ``on_connect`` is called from ``connection_made`` (listeners use it to create
@@ -138,9 +98,9 @@ class FramedProtocol(asyncio.BufferedProtocol):
         transport = self.transport
         transport.set_write_buffer_limits(high=s.write_high_water, low=s.write_low_water)
         configure_socket(transport.get_extra_info("socket"), s.tcp_timeout)
-        self._by_reference = _transport_keeps_references(transport)
-        self._chunk_large = _chunk_large_writes(transport)
-        self._chunk_until_empty = _transport_copies_large_writes(transport)
+        self._by_reference = keeps_references(transport)
+        self._chunk_large = chunk_large_writes(transport)
+        self._chunk_until_empty = copies_large_writes(transport)
         if self._on_connect is not None:
             self._on_connect(self)
 
@@ -182,18 +142,7 @@ class FramedProtocol(asyncio.BufferedProtocol):
             self._lost_waiter.set_result(None)
         self.transport = None  # break the transport <-> protocol cycle
 
-    def pause_writing(self) -> None:
-        self._write_paused = True
-
-    def resume_writing(self) -> None:
-        self._write_paused = False
-        self._wake_drain()
-
     # -- state helpers -----------------------------------------------------------
-
-    def _drop_batch(self) -> None:
-        self._batch = []
-        self._batch_nbytes = 0
 
     def _protocol_failure(self, exc: ProtocolError) -> None:
         """Refuse a peer that broke the protocol: read nothing more and end the
@@ -225,13 +174,6 @@ class FramedProtocol(asyncio.BufferedProtocol):
         waiter = self._read_waiter
         if waiter is not None:
             self._read_waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
-
-    def _wake_drain(self) -> None:
-        waiter = self._drain_waiter
-        if waiter is not None:
-            self._drain_waiter = None
             if not waiter.done():
                 waiter.set_result(None)
 
@@ -297,123 +239,6 @@ class FramedProtocol(asyncio.BufferedProtocol):
         assert self._loop is not None
         waiter = self._read_waiter = self._loop.create_future()
         return waiter
-
-    # -- writing -----------------------------------------------------------------
-
-    def send(self, buffers: list[Buffer], nbytes: int) -> Coroutine[Any, Any, None] | None:
-        """Queue one encoded message. Returns None when done, or a coroutine the
-        caller must await (flow control, or ordering behind a chunked write)."""
-        if self.is_closed:
-            raise self.closed_error()
-        if self._large_writer is not None or (self._chunk_large and nbytes >= LARGE_WRITE_MIN):
-            return self._send_slow(buffers, nbytes)
-        self._batch.extend(buffers)
-        self._batch_nbytes += nbytes
-        if self._flush_handle is None:
-            assert self._loop is not None
-            self._flush_handle = self._loop.call_soon(self._flush)
-        if self._write_paused or self._batch_nbytes >= self.settings.write_high_water:
-            # The batch counts against the high-water mark like the transport's
-            # buffer: a tight write loop that never yields still gets flushed
-            # and, once the transport is full, waits.
-            self._flush()
-            if self._write_paused:
-                return self._drain()
-        return None
-
-    async def _send_slow(self, buffers: list[Buffer], nbytes: int) -> None:
-        while self._large_writer is not None:  # keep order behind a chunked write
-            await asyncio.shield(self._large_writer)
-            if self.is_closed:
-                raise self.closed_error()
-        if self._chunk_large and nbytes >= LARGE_WRITE_MIN:
-            await self._write_chunked(buffers)
-            return
-        waiting = self.send(buffers, nbytes)
-        if waiting is not None:
-            await waiting
-
-    def _flush(self) -> None:
-        if self._flush_handle is not None:
-            self._flush_handle.cancel()
-            self._flush_handle = None
-        batch = self._batch
-        if not batch or self.transport is None:
-            return
-        self._drop_batch()
-        transport = self.transport
-        if len(batch) == 1:
-            transport.write(batch[0])
-        elif self._by_reference:
-            transport.writelines(batch)
-        else:
-            # Join runs of small buffers (one syscall); write large ones as they are.
-            coalesce = self.settings.coalesce
-            run: list[Buffer] = []
-            for buf in batch:
-                if len(buf) < coalesce:
-                    run.append(buf)
-                    continue
-                if run:
-                    transport.write(b"".join(run))
-                    run = []
-                transport.write(buf)
-            if run:
-                transport.write(b"".join(run) if len(run) > 1 else run[0])
-
-    async def _drain(self) -> None:
-        while self._write_paused:
-            if self._lost:
-                raise self.closed_error()
-            waiter = self._drain_waiter
-            if waiter is None:
-                assert self._loop is not None
-                waiter = self._drain_waiter = self._loop.create_future()
-            await waiter
-        if self._lost:
-            raise self.closed_error()
-
-    async def _wait_until_sent(self) -> None:
-        """Wait until the transport has handed every queued byte to the kernel."""
-        transport = self.transport
-        if transport is None or not transport.get_write_buffer_size():
-            return
-        s = self.settings
-        transport.set_write_buffer_limits(high=0, low=0)  # pauses us now, resumes at 0
-        try:
-            await self._drain()
-        finally:
-            if self.transport is not None:
-                self.transport.set_write_buffer_limits(
-                    high=s.write_high_water, low=s.write_low_water
-                )
-
-    async def _chunk_sent(self) -> None:
-        """Wait until the next chunk may go: until the socket transport's buffer
-        is empty where it would copy the chunk, else (TLS, which encrypts into
-        new buffers anyway) while flow control holds writers back."""
-        if self._chunk_until_empty:
-            await self._wait_until_sent()
-        elif self._write_paused:
-            await self._drain()
-
-    async def _write_chunked(self, buffers: list[Buffer]) -> None:
-        assert self._loop is not None
-        self._flush()
-        done = self._large_writer = self._loop.create_future()
-        try:
-            await self._chunk_sent()
-            for buf in buffers:
-                view = memoryview(buf)
-                for i in range(0, view.nbytes, LARGE_WRITE_CHUNK):
-                    transport = self.transport
-                    if transport is None or transport.is_closing():
-                        raise self.closed_error()
-                    transport.write(view[i : i + LARGE_WRITE_CHUNK])
-                    await self._chunk_sent()
-        finally:
-            self._large_writer = None
-            done.set_result(None)
 
     # -- ending ------------------------------------------------------------------
 

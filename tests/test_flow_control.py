@@ -15,7 +15,7 @@ import pytest
 from distributed.protocol import to_serialize
 
 from asynciocomm.decoder import DEFER_ALLOCATION
-from asynciocomm.protocol import LARGE_WRITE_CHUNK
+from asynciocomm.writer import LARGE_WRITE_CHUNK
 from tests.helpers_net import WAIT
 from tests.variants import OURS, connect_to, raw_socket, serve
 
