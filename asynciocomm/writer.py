@@ -28,9 +28,11 @@ from asynciocomm.config import Settings
 from asynciocomm.encoder import Buffer
 
 #: Chunk size for large frames on transports that copy unsent data (the plain
-#: asyncio loop before 3.12). Each chunk is handed to the transport only when its
-#: buffer is empty, so at most this much is ever copied; 4 MiB matches Linux's
-#: largest socket send buffer, so one chunk usually leaves in one send().
+#: asyncio loop before 3.12) or encrypt a whole write at once (TLS). On the
+#: former each chunk is handed over only when the buffer is empty, so at most
+#: this much is ever copied; 4 MiB matches Linux's largest socket send buffer,
+#: so one chunk usually leaves in one send(). Over TLS it bounds the ciphertext
+#: made before the first byte leaves.
 LARGE_WRITE_CHUNK = 4 * 1024 * 1024
 #: Messages from this size up take that path on such transports. Below it, a
 #: copy of the unsent tail costs less than waiting for the buffer to empty.
