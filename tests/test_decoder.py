@@ -265,20 +265,13 @@ def test_large_allocation_waits_for_demand(impl) -> None:
     assert allocations == [101] and not dec.deferred
     dec.pop()
     data = wire([bytearray(b"L" * big)], impl)
-    dec.buffer_updated(_put(dec, data[:40]))
+    dec.feed(data[:40])
     assert dec.deferred and allocations == [101]
     dec.demand = True
     dec.resume()
     assert not dec.deferred and allocations == [101, big]
     dec.feed(data[40:])
     assert bytes(dec.pop()[0][0]) == b"L" * big
-
-
-def _put(dec, data: bytes) -> int:
-    """Write ``data`` into the decoder's next buffer (it must fit); its length."""
-    buf = dec.get_buffer()
-    buf[: len(data)] = data
-    return len(data)
 
 
 def test_deferred_decoder_still_accepts_input_when_asked(impl) -> None:
