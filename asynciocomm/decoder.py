@@ -209,7 +209,8 @@ class FrameDecoder:
     def resume(self) -> None:
         """Continue after :attr:`deferred`: allocate the large buffer that was
         held back and parse what is already received. Call once the messages
-        queued before it have been taken."""
+        queued before it have been taken and, where the owner clears
+        ``demand``, once it is set again (the reader asks for the next one)."""
         self._lift_deferral(force=False)
 
     def _lift_deferral(self, force: bool) -> None:
