@@ -14,11 +14,28 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import warnings
 from collections.abc import Iterator
-from typing import Any
+from typing import IO, Any
 
 from bench.relconn import TLSSpec
+
+
+def _spawn(module: str, spec: dict[str, Any], loop: str,
+           stdin: bool) -> tuple[subprocess.Popen[str], IO[str]]:
+    """``python -m module '<json spec>'`` on event loop ``loop``, stdout piped.
+    stderr goes to a temporary file, returned too: a pipe nobody drains would
+    block the child's logging."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1",
+           "DASK_DISTRIBUTED__ADMIN__EVENT_LOOP": loop}
+    log = tempfile.TemporaryFile(mode="w+")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", module, json.dumps(spec)],
+        stdin=subprocess.PIPE if stdin else None, stdout=subprocess.PIPE,
+        stderr=log, text=True, env=env,
+    )
+    return proc, log
 
 
 # -- resources -------------------------------------------------------------------------
@@ -77,17 +94,7 @@ class ListenerProcess:
     ) -> None:
         spec = {"scheme": scheme, "loop": loop, "config": config or {},
                 "tls": tls.__dict__ if tls else None}
-        env = {**os.environ, "PYTHONUNBUFFERED": "1",
-               "DASK_DISTRIBUTED__ADMIN__EVENT_LOOP": loop}
-        import tempfile
-
-        # stderr to a file: a pipe nobody drains would block the server's logging
-        self._log = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bench.relserver", json.dumps(spec)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
-            text=True, env=env,
-        )
+        self.proc, self._log = _spawn("bench.relserver", spec, loop, stdin=True)
         self.pid = self.proc.pid
         try:
             line = self._readline(start_timeout)
@@ -165,15 +172,7 @@ class PeerProcess:
                  size: int = 32 << 20) -> None:
         spec = {"mode": mode, "address": address, "size": size,
                 "tls": tls.__dict__ if tls else None}
-        env = {**os.environ, "PYTHONUNBUFFERED": "1",
-               "DASK_DISTRIBUTED__ADMIN__EVENT_LOOP": loop}
-        import tempfile
-
-        self._log = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bench.relpeer", json.dumps(spec)],
-            stdout=subprocess.PIPE, stderr=self._log, text=True, env=env,
-        )
+        self.proc, self._log = _spawn("bench.relpeer", spec, loop, stdin=False)
         self.pid = self.proc.pid
 
     async def wait_ready(self, timeout: float = 60.0) -> str:
