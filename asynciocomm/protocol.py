@@ -73,6 +73,7 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
         self._read_waiter: asyncio.Future[None] | None = None
         self._reading_paused = False
         self._write_paused = False
+        self._wrote_through = False
         self._drain_waiter: asyncio.Future[None] | None = None
         self._batch: list[Buffer] = []
         self._batch_nbytes = 0
@@ -237,6 +238,8 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
     def readable(self) -> asyncio.Future[None]:
         """A future resolved when a message arrives or the connection ends."""
         assert self._loop is not None
+        # The reader waits, so the loop turns before this task writes again.
+        self._wrote_through = False
         waiter = self._read_waiter = self._loop.create_future()
         return waiter
 

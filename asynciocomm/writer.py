@@ -2,11 +2,13 @@
 
 Strategy:
 
-* **Writes.** ``write()`` appends the encoded message to a batch that is flushed by
-  one ``call_soon`` callback: all messages written in one event-loop iteration
-  leave in one syscall (``writelines``/writev on uvloop, one joined ``write`` for
-  small buffers elsewhere); large frames stay references. A writer waits for a
-  drain while the transport is above its high-water mark.
+* **Writes.** A message written when nothing else is waiting to go is handed to
+  the transport at once (write-through): a request or a reply leaves without
+  waiting for the loop to turn. Messages written after it, before the loop turns
+  or the reader waits, go to a batch that one ``call_soon`` callback flushes: a
+  burst leaves in one syscall (``writelines``/writev on uvloop, one joined
+  ``write`` for small buffers elsewhere); large frames stay references. A writer
+  waits for a drain while the transport is above its high-water mark.
 * **Large frames on the plain asyncio loop, and over TLS.** Python < 3.12's
   socket transport copies whatever the kernel does not take at once into a
   bytearray and sends from it; for a 128 MiB frame that collapses to a fraction of
@@ -82,6 +84,7 @@ class BatchWriter:
     _batch: list[Buffer]
     _batch_nbytes: int
     _flush_handle: asyncio.Handle | None
+    _wrote_through: bool
     _by_reference: bool
     _chunk_large: bool
     _chunk_until_empty: bool
@@ -115,15 +118,27 @@ class BatchWriter:
     def send(self, buffers: list[Buffer], nbytes: int) -> Coroutine[Any, Any, None] | None:
         """Queue one encoded message. Returns None when done, or a coroutine the
         caller must await (flow control, or ordering behind a chunked write)."""
-        if self.is_closed:
+        transport = self.transport
+        if self.is_closed or transport is None or transport.is_closing():
+            # is_closing(): closed under us (an OS error, the peer's EOF) before
+            # connection_lost is reported; writing then fails inside the transport.
             raise self.closed_error()
         if self._large_writer is not None or (self._chunk_large and nbytes >= LARGE_WRITE_MIN):
             return self._send_slow(buffers, nbytes)
+        if not self._wrote_through and self._flush_handle is None and not self._write_paused:
+            # Write-through: nothing is waiting to go, so this message leaves
+            # now instead of one loop iteration later. Only the first one:
+            # further writes before the loop turns (or the reader waits) batch
+            # up as usual, so a tight write loop still makes one syscall per
+            # batch, not one per message.
+            self._wrote_through = True
+            self._write_out(transport, buffers)
+            return self._drain() if self._write_paused else None
         self._batch.extend(buffers)
         self._batch_nbytes += nbytes
         if self._flush_handle is None:
             assert self._loop is not None
-            self._flush_handle = self._loop.call_soon(self._flush)
+            self._flush_handle = self._loop.call_soon(self._flush_soon)
         if self._write_paused or self._batch_nbytes >= self.settings.write_high_water:
             # The batch counts against the high-water mark like the transport's
             # buffer: a tight write loop that never yields still gets flushed
@@ -145,15 +160,26 @@ class BatchWriter:
         if waiting is not None:
             await waiting
 
+    def _flush_soon(self) -> None:
+        self._wrote_through = False  # the loop turned: the next write may go now
+        self._flush()
+
     def _flush(self) -> None:
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
         batch = self._batch
-        if not batch or self.transport is None:
+        if not batch:
             return
         self._drop_batch()
         transport = self.transport
+        if transport is not None and not transport.is_closing():
+            self._write_out(transport, batch)
+        # else the connection is gone or going (closed under us): the batch goes
+        # with it, as a transport's unsent buffer would.
+
+    def _write_out(self, transport: asyncio.Transport, batch: list[Buffer]) -> None:
+        """Hand one batch to the transport, in as few calls as it allows."""
         if len(batch) == 1:
             transport.write(batch[0])
         elif self._by_reference:

@@ -159,3 +159,24 @@ async def fails_promptly(aw: Awaitable[Any], bound: float = WAIT) -> BaseExcepti
 
 async def plain_connect(address: str, timeout: float = 4 * WAIT, **kw: Any) -> Comm:
     return await connect(address, timeout=timeout, **kw)
+
+
+class WriteSpy:
+    """Stands in for a comm's transport: forwards everything to the real one and
+    records the size of each write() / writelines() call (one entry per call)."""
+
+    def __init__(self, transport: asyncio.BaseTransport) -> None:
+        self._real = transport
+        self.sizes: list[int] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def write(self, data: Any) -> None:
+        self.sizes.append(memoryview(data).nbytes)
+        self._real.write(data)  # type: ignore[attr-defined]
+
+    def writelines(self, buffers: Any) -> None:
+        buffers = list(buffers)
+        self.sizes.append(sum(memoryview(b).nbytes for b in buffers))
+        self._real.writelines(buffers)  # type: ignore[attr-defined]

@@ -16,7 +16,7 @@ from distributed.protocol import to_serialize
 
 from asynciocomm.decoder import DEFER_ALLOCATION
 from asynciocomm.writer import LARGE_WRITE_CHUNK
-from tests.helpers_net import WAIT
+from tests.helpers_net import WAIT, WriteSpy
 from tests.variants import OURS, connect_to, raw_socket, serve
 
 MiB = 1 << 20
@@ -180,27 +180,6 @@ def _socket_transport(transport: asyncio.BaseTransport) -> asyncio.BaseTransport
     return ssl_protocol._transport if ssl_protocol is not None else transport
 
 
-class _WriteSizes:
-    """Forwards everything to the real transport and records the size of each
-    write() / writelines() call."""
-
-    def __init__(self, transport: asyncio.BaseTransport) -> None:
-        self._real = transport
-        self.sizes: list[int] = []
-
-    def __getattr__(self, name: str):
-        return getattr(self._real, name)
-
-    def write(self, data) -> None:
-        self.sizes.append(memoryview(data).nbytes)
-        self._real.write(data)
-
-    def writelines(self, buffers) -> None:
-        buffers = list(buffers)
-        self.sizes.append(sum(memoryview(b).nbytes for b in buffers))
-        self._real.writelines(buffers)
-
-
 async def test_large_write_is_handed_over_in_chunks_where_transports_copy(
     variant, certs
 ) -> None:
@@ -222,7 +201,7 @@ async def test_large_write_is_handed_over_in_chunks_where_transports_copy(
     async with serve(variant, certs, handler) as listener:
         comm = await connect_to(variant, certs, listener.contact_address, timeout=WAIT)
         sock_transport = _socket_transport(comm._protocol.transport)
-        spy = comm._protocol.transport = _WriteSizes(comm._protocol.transport)
+        spy = comm._protocol.transport = WriteSpy(comm._protocol.transport)
         peak = 0
 
         def sample() -> None:

@@ -225,14 +225,10 @@ async def test_tls_scheme_without_context_is_a_clear_error() -> None:
         listen("asyncio+tls://127.0.0.1:0", lambda comm: None)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Known limitation: against a stock tls listener that rejects its "
-    "certificate (which sends TLSV1_ALERT_UNKNOWN_CA and then closes with our "
-    "handshake unread), asynciocomm's client sees the reset before the alert and "
-    "reports CommClosedError(ConnectionResetError) instead of FatalCommClosedError",
-)
 async def test_our_client_with_untrusted_cert_against_stock_listener_is_fatal(certs) -> None:
+    """A stock tls listener rejects our client's certificate: it sends the
+    TLS alert and closes with our handshake message unread. The client reads the
+    alert (not only the reset that follows it) and fails with a fatal error."""
     stock = next(v for v in VARIANTS if v.name == "stock-tls")
     listener = listen("tls://127.0.0.1:0", lambda comm: comm.close(), **stock.listen_args(certs))
     await listener.start()

@@ -1,0 +1,99 @@
+"""The write side (asynciocomm.writer): when a message is handed to the
+transport, and how many transport calls a burst of messages costs.
+
+Over real sockets, for asyncio and asyncio+tls on both loops. A ``WriteSpy``
+replaces the comm's transport reference and records every write call; nothing is
+mocked below it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from distributed.comm.core import CommClosedError
+
+from tests.helpers_net import WAIT, WriteSpy
+from tests.variants import OURS, connect_to, serve
+
+VARIANTS = [pytest.param(v, id=v.name) for v in OURS if not v.takeover]
+
+
+@pytest.fixture(params=VARIANTS)
+def variant(request):
+    return request.param
+
+
+async def _echo(comm) -> None:
+    try:
+        while True:
+            await comm.write(await comm.read())
+    except CommClosedError:
+        pass
+
+
+async def test_a_lone_write_reaches_the_transport_before_the_loop_turns(
+    variant, certs
+) -> None:
+    """Request/response: each write() hands its message to the transport before
+    it returns, not one loop iteration later, because nothing else is waiting to
+    go. Checked on every round, right after write() returns without yielding."""
+    async with serve(variant, certs, _echo) as listener:
+        comm = await connect_to(variant, certs, listener.contact_address, timeout=WAIT)
+        spy = comm._protocol.transport = WriteSpy(comm._protocol.transport)
+        try:
+            for i in range(20):
+                await comm.write({"op": "ping", "i": i})
+                assert len(spy.sizes) == i + 1, spy.sizes
+                assert await asyncio.wait_for(comm.read(), WAIT) == {"op": "ping", "i": i}
+        finally:
+            comm._protocol.transport = spy._real
+            await comm.close()
+
+
+async def test_a_burst_of_writes_costs_two_transport_calls(variant, certs) -> None:
+    """200 small messages written in one loop iteration: the first leaves at once,
+    the other 199 leave together in one call when the loop turns. All arrive, in
+    order."""
+    n = 200
+    async with serve(variant, certs, _echo) as listener:
+        comm = await connect_to(variant, certs, listener.contact_address, timeout=WAIT)
+        spy = comm._protocol.transport = WriteSpy(comm._protocol.transport)
+        try:
+            for i in range(n):
+                await comm.write({"i": i})  # never yields: under the high-water mark
+            assert len(spy.sizes) == 1
+            got = [await asyncio.wait_for(comm.read(), WAIT) for _ in range(n)]
+            assert got == [{"i": i} for i in range(n)]
+            assert len(spy.sizes) == 2, spy.sizes
+        finally:
+            comm._protocol.transport = spy._real
+            await comm.close()
+
+
+async def test_write_on_a_transport_closed_underneath_is_a_comm_error(
+    variant, certs
+) -> None:
+    """The transport is closed behind the comm's back (as an OS error closes it
+    before connection_lost is reported): the next write either raises
+    CommClosedError or is dropped with the connection, the read after it raises
+    CommClosedError, and nothing reaches the loop's exception handler."""
+    loop = asyncio.get_running_loop()
+    errors: list[dict] = []
+    loop.set_exception_handler(lambda _loop, context: errors.append(context))
+    try:
+        async with serve(variant, certs, _echo) as listener:
+            comm = await connect_to(variant, certs, listener.contact_address, timeout=WAIT)
+            for _ in range(2):  # a write straight through, then one batched
+                comm._protocol.transport.close()
+                try:
+                    await comm.write({"op": "late"})
+                    await comm.write({"op": "later"})
+                except CommClosedError:
+                    pass
+            with pytest.raises(CommClosedError):
+                await asyncio.wait_for(comm.read(), WAIT)
+            await comm.close()
+    finally:
+        loop.set_exception_handler(None)
+    assert not errors, errors
