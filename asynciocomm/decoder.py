@@ -38,49 +38,25 @@ import struct
 from collections import deque
 
 import cython
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
+from asynciocomm.buffers import (
+    DEFER_ALLOCATION,
+    Allocator,
+    default_allocator,
+    scratch_allocate,
+)
 from asynciocomm.config import C_INT_MAX
 from asynciocomm.errors import ProtocolError
 
-Allocator = Callable[[int], memoryview]
-
 _PRELUDE = struct.Struct("<QQ")
 _U64 = 8
-
-#: Buffers from this size up are held back while earlier messages are unread,
-#: or while the reader has not asked for the next message (``demand``; see
-#: FrameDecoder.resume). It is glibc's default mmap threshold: smaller buffers
-#: come from the heap and reuse warm pages; larger ones, allocated ahead of the
-#: reader, make the heap grow and shrink so that every page of the next one
-#: faults again (measured: 1 MiB frames, 224 faults and ~0.5 ms of system time
-#: per message with read-ahead, none without; 16 MiB frames allocated while the
-#: reader still held the previous message, 90-250 faults and 1.3-1.5x the CPU
-#: per message against the stock comm's 12, which allocates only in read()).
-DEFER_ALLOCATION = 128 * 1024
 
 # Decoder states.
 _S_PRELUDE = 0  # waiting for prefix + nframes (16 bytes)
 _S_LENGTHS = 1  # waiting for 8 * nframes bytes of lengths
 _S_FRAMES = 2  # receiving the planned blocks
 _S_FAILED = 3  # a ProtocolError was raised; no more input accepted
-
-
-def _bytearray_allocate(n: int) -> memoryview:
-    return memoryview(bytearray(n))
-
-
-def default_allocator() -> Allocator:
-    """distributed's ``host_array`` (numpy.empty when numpy is importable)."""
-    try:
-        from distributed.protocol.utils import host_array
-    except ImportError:  # pragma: no cover - distributed is a hard dependency
-        return _bytearray_allocate
-    return host_array
-
-
-def _scratch_allocate(n: int) -> memoryview:
-    return default_allocator()(n)
 
 
 @cython.cclass
@@ -134,10 +110,7 @@ class FrameDecoder:
     ) -> None:
         if not 0 < direct_read <= read_buffer // 2:
             raise ValueError("direct_read must be positive and <= read_buffer / 2")
-        # Uninitialized (numpy.empty when available): a page costs memory only
-        # once data lands in it, so thousands of mostly idle comms stay cheap,
-        # where a zero-filled bytearray would commit the whole buffer up front.
-        self._view = _scratch_allocate(read_buffer)
+        self._view = scratch_allocate(read_buffer)
         self._cap = read_buffer
         self._start = 0  # first unparsed byte in _buf
         self._end = 0  # end of received bytes in _buf

@@ -24,7 +24,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, cast
 
-from asynciocomm.decoder import default_allocator
+from asynciocomm.buffers import default_allocator
 from asynciocomm.encoder import Buffer
 from asynciocomm.speedups import FrameDecoder
 from asynciocomm.config import Settings

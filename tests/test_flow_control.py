@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from distributed.protocol import to_serialize
 
-from asynciocomm.decoder import DEFER_ALLOCATION
+from asynciocomm.buffers import DEFER_ALLOCATION
 from asynciocomm.writer import LARGE_WRITE_CHUNK
 from tests.helpers_net import WAIT, WriteSpy
 from tests.variants import OURS, connect_to, raw_socket, serve
