@@ -127,10 +127,12 @@ class BatchWriter:
             return self._send_slow(buffers, nbytes)
         if not self._wrote_through and self._flush_handle is None and not self._write_paused:
             # Write-through: nothing is waiting to go, so this message leaves
-            # now instead of one loop iteration later. Only the first one:
-            # further writes before the loop turns (or the reader waits) batch
-            # up as usual, so a tight write loop still makes one syscall per
-            # batch, not one per message.
+            # now instead of one loop iteration later. Only the first one: the
+            # writes after it batch up as usual until a flush callback has run
+            # or the reader waits (either means the loop turned), so a tight
+            # write loop still makes one syscall per batch, not one per message.
+            # A writer that never reads and writes once per iteration thus
+            # alternates: one write through, the next flushed an iteration later.
             self._wrote_through = True
             self._write_out(transport, buffers)
             return self._drain() if self._write_paused else None
