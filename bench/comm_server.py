@@ -2,8 +2,8 @@
 
 Run as ``python -m bench.comm_server '<json spec>'``. It prints one JSON
 line (address, loop class, pid) once listening, then answers commands read
-from stdin: ``rusage`` prints the process CPU seconds (RUSAGE_SELF, all
-threads), ``stop`` ends it.
+from stdin: ``rusage`` prints the process CPU seconds and minor page faults
+(RUSAGE_SELF, all threads), ``stop`` ends it.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any
 from bench import rawproto
 
 
-def _cpu() -> float:
+def _usage() -> dict[str, float]:
     ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime
+    return {"cpu": ru.ru_utime + ru.ru_stime, "minflt": ru.ru_minflt}
 
 
 def _emit(obj: dict[str, Any]) -> None:
@@ -34,7 +34,7 @@ def _command_thread(on_stop: Any) -> threading.Thread:
         for line in sys.stdin:
             cmd = line.strip()
             if cmd == "rusage":
-                _emit({"cpu": _cpu()})
+                _emit(_usage())
             elif cmd == "stop":
                 break
         on_stop()

@@ -52,6 +52,9 @@ def metrics_for(bounds: CommBounds) -> dict[str, dict[str, Any]]:
         m[f"bulk_{lab}_cpu_us"] = {"title": f"server CPU per {lab} message",
                                    "unit": "µs", "higher_is_better": False,
                                    "plot": size <= 64 * 1024}
+        m[f"bulk_{lab}_faults"] = {"title": f"server page faults per {lab} message",
+                                   "unit": "faults", "higher_is_better": False,
+                                   "ratio": False, "plot": False}
     for k in bounds.clients:
         m[f"clients_{k}_rts"] = {"title": f"{k} clients, total round trips",
                                  "unit": "rt/s"}
@@ -97,7 +100,7 @@ def _run_one(cfg: CommConfig, bounds: CommBounds, tls: TLSFiles | None,
             ctx = None
             if cfg.tls and tls:
                 ctx = tls.security().get_connection_args("client")["ssl_context"]
-            res = references.rawsock_run(server.address, ctx, bounds, server.cpu,
+            res = references.rawsock_run(server.address, ctx, bounds, server.usage,
                                          bar.advance)
             return res, classes
 
@@ -111,7 +114,7 @@ def _run_one(cfg: CommConfig, bounds: CommBounds, tls: TLSFiles | None,
                 driver = drivers.CommDriver(server.address, args)
             else:
                 driver = drivers.RawAioDriver(server.address)
-            return await measure.run_all(driver, bounds, server.cpu, bar.advance)
+            return await measure.run_all(driver, bounds, server.usage, bar.advance)
 
         assert cfg.loop is not None
         return run_on_loop(client, cfg.loop), classes

@@ -1,8 +1,8 @@
 """The measurement loops of ``comm``, shared by every async target.
 
-Every loop is bounded by a count and by a deadline. Server CPU comes from a
-``server_cpu()`` callable that returns the server process's RUSAGE_SELF
-seconds.
+Every loop is bounded by a count and by a deadline. Server CPU and page faults
+come from a ``server_usage()`` callable that returns the server process's
+RUSAGE_SELF as a :class:`Usage`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from bench.options import CommBounds
 from bench.stats import percentile
@@ -26,6 +26,18 @@ WARMUP_BYTES = 256 * 1024**2
 WARMUP_S = 0.5
 
 
+class Usage(NamedTuple):
+    """A process's RUSAGE_SELF: user+system CPU seconds and minor page faults.
+    The faults show what a fresh receive buffer costs the kernel, which every
+    comm pays per large frame and the raw references (one reused buffer) do not."""
+
+    cpu: float
+    faults: int
+
+    def since(self, start: Usage) -> Usage:
+        return Usage(self.cpu - start.cpu, self.faults - start.faults)
+
+
 def warmup_messages(size: int, count: int) -> int:
     """Messages of ``size`` bytes to send before timing (see WARMUP_BYTES)."""
     return max(1, min(count, WARMUP_BYTES // size))
@@ -39,12 +51,12 @@ def size_label(size: int) -> str:
 
 
 async def ping(driver: Any, conn: Any, n: int, secs: float,
-               server_cpu: Callable[[], float]) -> dict[str, float]:
+               server_usage: Callable[[], Usage]) -> dict[str, float]:
     """Ping-pong: latency percentiles, round trips/s and server CPU per trip."""
     for _ in range(min(50, n)):
         await driver.ping(conn)
     lat: list[float] = []
-    cpu0 = server_cpu()
+    cpu0 = server_usage().cpu
     t0 = time.perf_counter()
     deadline = t0 + secs
     for i in range(n):
@@ -55,7 +67,7 @@ async def ping(driver: Any, conn: Any, n: int, secs: float,
         if t2 > deadline:
             break
     elapsed = time.perf_counter() - t0
-    cpu = server_cpu() - cpu0
+    cpu = server_usage().cpu - cpu0
     return {
         "ping_rts": len(lat) / elapsed,
         "ping_p50_us": percentile(lat, 50) * 1e6,
@@ -65,10 +77,10 @@ async def ping(driver: Any, conn: Any, n: int, secs: float,
 
 
 async def one_way(driver: Any, conn: Any, size: int, n: int, secs: float,
-                  server_cpu: Callable[[], float]) -> tuple[int, float, float]:
+                  server_usage: Callable[[], Usage]) -> tuple[int, float, Usage]:
     """Send up to ``n`` messages of ``size`` bytes within ``secs``, then sync.
 
-    Returns (messages, seconds, server CPU seconds).
+    Returns (messages, seconds, the server's usage over them).
     """
     msg = driver.message(size)
     stop = time.perf_counter() + WARMUP_S
@@ -77,7 +89,7 @@ async def one_way(driver: Any, conn: Any, size: int, n: int, secs: float,
         if time.perf_counter() > stop:
             break
     await driver.sync(conn)
-    cpu0 = server_cpu()
+    usage0 = server_usage()
     t0 = time.perf_counter()
     deadline = t0 + secs
     sent = 0
@@ -91,7 +103,7 @@ async def one_way(driver: Any, conn: Any, size: int, n: int, secs: float,
     elapsed = time.perf_counter() - t0
     if got != sent:
         raise RuntimeError(f"server counted {got} messages, client sent {sent}")
-    return sent, elapsed, server_cpu() - cpu0
+    return sent, elapsed, server_usage().since(usage0)
 
 
 async def concurrent(driver: Any, k: int, n: int, secs: float) -> float:
@@ -119,24 +131,34 @@ async def concurrent(driver: Any, k: int, n: int, secs: float) -> float:
             await driver.close(c)
 
 
+def bulk_metrics(size: int, n: int, secs: float, used: Usage) -> dict[str, float]:
+    """The bulk rows of one size: throughput, server CPU and page faults per
+    message."""
+    lab = size_label(size)
+    return {
+        f"bulk_{lab}_gibs": n * size / secs / GiB,
+        f"bulk_{lab}_cpu_us": used.cpu / n * 1e6,
+        f"bulk_{lab}_faults": used.faults / n,
+    }
+
+
 async def run_all(driver: Any, bounds: CommBounds,
-                  server_cpu: Callable[[], float],
+                  server_usage: Callable[[], Usage],
                   tick: Callable[[], None] = lambda: None) -> dict[str, float]:
     """Every measurement of one configuration in one repetition."""
     out: dict[str, float] = {}
     conn = await driver.connect()
     try:
-        out.update(await ping(driver, conn, bounds.ping_n, bounds.ping_s, server_cpu))
+        out.update(await ping(driver, conn, bounds.ping_n, bounds.ping_s, server_usage))
         tick()
-        n, secs, cpu = await one_way(driver, conn, 1024, bounds.stream_n,
-                                     bounds.stream_s, server_cpu)
+        n, secs, used = await one_way(driver, conn, 1024, bounds.stream_n,
+                                      bounds.stream_s, server_usage)
         out["stream_msgs"] = n / secs
-        out["stream_cpu_us"] = cpu / n * 1e6
+        out["stream_cpu_us"] = used.cpu / n * 1e6
         tick()
         for size, (count, limit) in sorted(bounds.bulk.items()):
-            n, secs, cpu = await one_way(driver, conn, size, count, limit, server_cpu)
-            out[f"bulk_{size_label(size)}_gibs"] = n * size / secs / GiB
-            out[f"bulk_{size_label(size)}_cpu_us"] = cpu / n * 1e6
+            n, secs, used = await one_way(driver, conn, size, count, limit, server_usage)
+            out.update(bulk_metrics(size, n, secs, used))
             tick()
     finally:
         await driver.close(conn)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from bench import rawproto
-from bench.measure import WARMUP_S, GiB, size_label, warmup_messages
+from bench.measure import WARMUP_S, Usage, bulk_metrics, warmup_messages
 from bench.options import CommBounds
 from bench.stats import percentile
 
@@ -46,7 +46,7 @@ def _sync(sock: socket.socket) -> int:
 
 
 def rawsock_run(address: str, ssl_ctx: Any, bounds: CommBounds,
-                server_cpu: Callable[[], float],
+                server_usage: Callable[[], Usage],
                 tick: Callable[[], None] = lambda: None) -> dict[str, float]:
     """Ping-pong, 1 KiB stream and bulk over blocking sockets."""
     out: dict[str, float] = {}
@@ -58,7 +58,7 @@ def rawsock_run(address: str, ssl_ctx: Any, bounds: CommBounds,
             sock.sendall(PING)
             _recv_exact(sock, view)
         lat: list[float] = []
-        cpu0 = server_cpu()
+        cpu0 = server_usage().cpu
         t0 = time.perf_counter()
         deadline = t0 + bounds.ping_s
         for _ in range(bounds.ping_n):
@@ -73,7 +73,7 @@ def rawsock_run(address: str, ssl_ctx: Any, bounds: CommBounds,
         out["ping_rts"] = len(lat) / elapsed
         out["ping_p50_us"] = percentile(lat, 50) * 1e6
         out["ping_p99_us"] = percentile(lat, 99) * 1e6
-        out["ping_cpu_us"] = (server_cpu() - cpu0) / len(lat) * 1e6
+        out["ping_cpu_us"] = (server_usage().cpu - cpu0) / len(lat) * 1e6
         tick()
         plan = [(1024, bounds.stream_n, bounds.stream_s)]
         plan += [(s, n, t) for s, (n, t) in sorted(bounds.bulk.items())]
@@ -94,7 +94,7 @@ def rawsock_run(address: str, ssl_ctx: Any, bounds: CommBounds,
                 if time.perf_counter() > stop:
                     break
             _sync(sock)
-            cpu0 = server_cpu()
+            usage0 = server_usage()
             t0 = time.perf_counter()
             deadline = t0 + limit
             sent = 0
@@ -109,13 +109,12 @@ def rawsock_run(address: str, ssl_ctx: Any, bounds: CommBounds,
             secs = time.perf_counter() - t0
             if got != sent:
                 raise RuntimeError(f"rawsock server counted {got}, sent {sent}")
-            cpu = server_cpu() - cpu0
+            used = server_usage().since(usage0)
             if size == 1024:
                 out["stream_msgs"] = sent / secs
-                out["stream_cpu_us"] = cpu / sent * 1e6
+                out["stream_cpu_us"] = used.cpu / sent * 1e6
             else:
-                out[f"bulk_{size_label(size)}_gibs"] = sent * size / secs / GiB
-                out[f"bulk_{size_label(size)}_cpu_us"] = cpu / sent * 1e6
+                out.update(bulk_metrics(size, sent, secs, used))
             tick()
         sock.sendall(rawproto.HDR.pack(0, rawproto.BYE))
     finally:

@@ -10,6 +10,8 @@ import tempfile
 import time
 from typing import Any
 
+from bench.measure import Usage
+
 
 class ServerProcess:
     """A fresh server process for one configuration of ``comm``."""
@@ -51,12 +53,14 @@ class ServerProcess:
         self._log.seek(0)
         return "".join(self._log.readlines()[-15:])
 
-    def cpu(self) -> float:
-        """RUSAGE_SELF user+system seconds of the server process."""
+    def usage(self) -> Usage:
+        """RUSAGE_SELF user+system seconds and minor page faults of the server
+        process."""
         assert self.proc.stdin is not None
         self.proc.stdin.write("rusage\n")
         self.proc.stdin.flush()
-        return float(self._readline(30)["cpu"])
+        got = self._readline(30)
+        return Usage(float(got["cpu"]), int(got["minflt"]))
 
     def stop(self) -> None:
         """Ask the process to stop; kill it by PID if it does not."""

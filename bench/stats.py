@@ -40,12 +40,18 @@ def summarize(
     otherwise, so > 1 always means better than the reference. It is the
     median over repetitions of the ratio within each repetition.
     ``same_loop_refs`` maps a config to its tcp-on-the-same-loop config.
+    A metric whose metadata has ``"ratio": False`` (a count such as page faults,
+    which can be zero) gets medians only.
     """
     by: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
     for row in samples:
         by[(row["config"], row["metric"])][row["rep"]] = row["value"]
 
     def ratio(cfg: str, ref: str, metric: str) -> float | None:
+        if not metrics.get(metric, {}).get("ratio", True):
+            return None
+        if cfg == ref:
+            return 1.0
         mine, theirs = by.get((cfg, metric), {}), by.get((ref, metric), {})
         higher = metrics.get(metric, {}).get("higher_is_better", True)
         rs = []
@@ -65,7 +71,7 @@ def summarize(
         entry: dict[str, Any] = {
             "median": None if math.isnan(med) else med,
             "n": len([v for v in vals if v is not None and math.isfinite(v)]),
-            "ratio_ref": ratio(cfg, reference, metric) if cfg != reference else 1.0,
+            "ratio_ref": ratio(cfg, reference, metric),
         }
         loop_ref = same_loop_refs.get(cfg)
         if loop_ref and loop_ref != cfg:

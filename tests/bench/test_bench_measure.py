@@ -39,7 +39,32 @@ class CountingDriver:
 
 def test_one_way_warms_up_then_times_only_the_rest() -> None:
     driver = CountingDriver()
-    sent, secs, cpu = asyncio.run(
-        measure.one_way(driver, None, 128 * MiB, 8, 10.0, lambda: 0.0))
+    sent, secs, used = asyncio.run(
+        measure.one_way(driver, None, 128 * MiB, 8, 10.0, lambda: measure.Usage(0.0, 0)))
     assert driver.log == ["send"] * 2 + ["sync"] + ["send"] * 8 + ["sync"]
-    assert sent == 8 and secs > 0 and cpu == 0.0
+    assert sent == 8 and secs > 0 and used == (0.0, 0)
+
+
+def test_server_usage_counts_only_the_timed_messages() -> None:
+    """The server's CPU and page faults are the difference over the timed part:
+    a server that pays 2 ms and 3 faults per message reports exactly that per
+    message, warm-up excluded."""
+    driver = CountingDriver()
+    total = 0
+
+    async def send(conn: Any, msg: Any) -> None:
+        nonlocal total
+        total += 1
+        driver.count += 1
+
+    driver.send = send  # type: ignore[method-assign]
+
+    def usage() -> measure.Usage:
+        return measure.Usage(0.002 * total, 3 * total)
+
+    n, secs, used = asyncio.run(measure.one_way(driver, None, 128 * MiB, 8, 10.0, usage))
+    assert total == 2 + 8 and n == 8
+    rows = measure.bulk_metrics(128 * MiB, n, secs, used)
+    assert rows["bulk_128MiB_faults"] == 3
+    assert abs(rows["bulk_128MiB_cpu_us"] - 2000) < 1e-6
+    assert rows["bulk_128MiB_gibs"] == 8 * 128 * MiB / secs / measure.GiB

@@ -37,6 +37,18 @@ def test_lower_is_better_ratio_is_a_speedup() -> None:
     assert summarize(samples, metrics, "A", {})["B"]["lat"]["ratio_ref"] == 4.0
 
 
+def test_count_metrics_get_medians_without_ratios() -> None:
+    """Page faults can be zero for one side: no ratio is shown for them, only
+    the medians (a 0.10 against 0.00 is not a 20x)."""
+    metrics = {"faults": {"higher_is_better": False, "ratio": False}}
+    samples = [{"rep": 0, "config": "A", "metric": "faults", "value": 0.5},
+               {"rep": 0, "config": "B", "metric": "faults", "value": 320.0}]
+    s = summarize(samples, metrics, "A", {"B": "A"})
+    assert s["B"]["faults"]["median"] == 320.0
+    assert s["A"]["faults"]["ratio_ref"] is None
+    assert s["B"]["faults"]["ratio_ref"] is None and s["B"]["faults"]["ratio_same_loop"] is None
+
+
 def test_percentile() -> None:
     assert percentile([1, 2, 3, 4, 5], 50) == 3
     assert percentile(list(range(101)), 99) == 99

@@ -22,6 +22,8 @@ def test_comm_smoke(tmp_path: Path) -> None:
                    "bulk_64KiB_gibs", "bulk_1MiB_gibs", "clients_2_rts"):
         assert tcp[metric]["median"] > 0, metric
     assert sec["summary"]["proto"]["ping_cpu_us"]["median"] > 0
+    for label in ("tcp@asyncio", "rawsock", "rawaio@asyncio"):  # page faults, per message
+        assert sec["summary"][label]["bulk_1MiB_faults"]["median"] >= 0, label
     assert sec["loop_classes"]["tcp@asyncio"]["server"].endswith("EventLoop")
     assert doc["environment"]["load"]["loadavg_end"]
     assert "| metric | tcp@asyncio | rawsock |" in (tmp_path / "report.md").read_text()
