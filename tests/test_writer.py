@@ -24,21 +24,13 @@ def variant(request):
     return request.param
 
 
-async def _echo(comm) -> None:
-    try:
-        while True:
-            await comm.write(await comm.read())
-    except CommClosedError:
-        pass
-
-
 async def test_a_lone_write_reaches_the_transport_before_the_loop_turns(
     variant, certs
 ) -> None:
     """Request/response: each write() hands its message to the transport before
     it returns, not one loop iteration later, because nothing else is waiting to
     go. Checked on every round, right after write() returns without yielding."""
-    async with serve(variant, certs, _echo) as listener:
+    async with serve(variant, certs) as listener:
         comm = await connect_to(variant, certs, listener.contact_address, timeout=WAIT)
         spy = comm._protocol.transport = WriteSpy(comm._protocol.transport)
         try:
@@ -56,7 +48,7 @@ async def test_a_burst_of_writes_costs_two_transport_calls(variant, certs) -> No
     the other 199 leave together in one call when the loop turns. All arrive, in
     order."""
     n = 200
-    async with serve(variant, certs, _echo) as listener:
+    async with serve(variant, certs) as listener:
         comm = await connect_to(variant, certs, listener.contact_address, timeout=WAIT)
         spy = comm._protocol.transport = WriteSpy(comm._protocol.transport)
         try:
@@ -82,7 +74,7 @@ async def test_write_on_a_transport_closed_underneath_is_a_comm_error(
     errors: list[dict] = []
     loop.set_exception_handler(lambda _loop, context: errors.append(context))
     try:
-        async with serve(variant, certs, _echo) as listener:
+        async with serve(variant, certs) as listener:
             comm = await connect_to(variant, certs, listener.contact_address, timeout=WAIT)
             for _ in range(2):  # a write straight through, then one batched
                 comm._protocol.transport.close()
