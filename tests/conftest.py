@@ -67,19 +67,9 @@ def certs(tmp_path_factory: pytest.TempPathFactory):
     return make_certs(str(tmp_path_factory.mktemp("certs")))
 
 
-def _variant_fixture(params: list):
-    @pytest.fixture(params=params)
-    def fixture(request: pytest.FixtureRequest):
-        variant = request.param
-        with variant.active():
-            yield variant
-
-    return fixture
-
-
-from tests.variants import OURS, variant_params  # noqa: E402
+from tests.variants import OURS, VARIANTS, variant_fixture  # noqa: E402
 
 #: Every transport variant, the stock tcp/tls comms included (as the reference).
-variant = _variant_fixture(variant_params())
+variant = variant_fixture(VARIANTS)
 #: Only asynciocomm's variants.
-our_variant = _variant_fixture(variant_params(OURS))
+our_variant = variant_fixture(OURS)

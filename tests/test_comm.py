@@ -15,15 +15,10 @@ from distributed.comm.utils import to_frames
 from distributed.protocol import to_serialize
 
 from tests.helpers_net import WAIT
-from tests.variants import OURS, connect_to, serve
+from tests.variants import OURS, OWN, connect_to, serve, variant_fixture
 
-VARIANTS = [pytest.param(v, id=v.name) for v in OURS if not v.takeover]
 ASYNCIO = next(v for v in OURS if v.name == "asyncio")
-
-
-@pytest.fixture(params=VARIANTS)
-def variant(request):
-    return request.param
+variant = variant_fixture(OWN)
 
 
 async def test_dropped_comm_is_closed_by_finalizer(variant, certs, caplog) -> None:

@@ -17,15 +17,10 @@ from distributed.protocol import to_serialize
 from asynciocomm.buffers import DEFER_ALLOCATION
 from asynciocomm.writer import LARGE_WRITE_CHUNK
 from tests.helpers_net import WAIT, WriteSpy
-from tests.variants import OURS, connect_to, raw_socket, serve
+from tests.variants import OWN, connect_to, raw_socket, serve, variant_fixture
 
 MiB = 1 << 20
-VARIANTS = [pytest.param(v, id=v.name) for v in OURS if not v.takeover]
-
-
-@pytest.fixture(params=VARIANTS)
-def variant(request):
-    return request.param
+variant = variant_fixture(OWN)
 
 
 def _msg(i: int, size: int = MiB) -> dict:

@@ -16,15 +16,10 @@ from distributed.comm.registry import get_backend
 from distributed.utils import get_ip
 
 from tests.helpers_net import WAIT, RawPeer, roundtrip
-from tests.variants import OURS, connect_to, serve
+from tests.variants import OURS, OWN, connect_to, serve, variant_fixture
 
-VARIANTS = [pytest.param(v, id=v.name) for v in OURS if not v.takeover]
 ASYNCIO = next(v for v in OURS if v.name == "asyncio")
-
-
-@pytest.fixture(params=VARIANTS)
-def variant(request):
-    return request.param
+variant = variant_fixture(OWN)
 
 
 def _listening(port: int) -> list[list[str]]:

@@ -14,14 +14,9 @@ import pytest
 from distributed.comm.core import CommClosedError
 
 from tests.helpers_net import WAIT, WriteSpy
-from tests.variants import OURS, connect_to, serve
+from tests.variants import OWN, connect_to, serve, variant_fixture
 
-VARIANTS = [pytest.param(v, id=v.name) for v in OURS if not v.takeover]
-
-
-@pytest.fixture(params=VARIANTS)
-def variant(request):
-    return request.param
+variant = variant_fixture(OWN)
 
 
 async def test_a_lone_write_reaches_the_transport_before_the_loop_turns(

@@ -64,10 +64,24 @@ VARIANTS = [
     Variant("stock-tls", "tls", tls=True, ours=False),
 ]
 OURS = [v for v in VARIANTS if v.ours]
+#: asynciocomm's own schemes, without the takeover.
+OWN = [v for v in OURS if not v.takeover]
 
 
 def variant_params(variants: list[Variant] = VARIANTS) -> list[Any]:
     return [pytest.param(v, id=v.name) for v in variants]
+
+
+def variant_fixture(variants: list[Variant]) -> Any:
+    """A fixture parametrized over ``variants``, each active while a test runs."""
+
+    @pytest.fixture(params=variant_params(variants))
+    def fixture(request: pytest.FixtureRequest) -> Iterator[Variant]:
+        variant = request.param
+        with variant.active():
+            yield variant
+
+    return fixture
 
 
 Handler = Callable[[Comm], Awaitable[None]]
