@@ -42,6 +42,9 @@ class Settings:
     write_high_water: int
     write_low_water: int
     read_pause: int
+    buffer_pool: int
+    buffer_pool_min_size: int
+    buffer_pool_idle: float
     max_frames: int
     max_message: int
     connect_timeout: float
@@ -72,6 +75,9 @@ def load_settings() -> Settings:
         write_high_water=_bytes(get("write-high-water")),
         write_low_water=_bytes(get("write-low-water")),
         read_pause=_bytes(get("read-pause")),
+        buffer_pool=_bytes(get("buffer-pool")),
+        buffer_pool_min_size=_bytes(get("buffer-pool-min-size")),
+        buffer_pool_idle=parse_timedelta(get("buffer-pool-idle"), default="seconds"),
         max_frames=int(get("max-frames")),
         max_message=_bytes(max_message),
         connect_timeout=parse_timedelta(
@@ -94,6 +100,13 @@ def load_settings() -> Settings:
             "distributed.comm.asyncio.write-low-water must be between 0 and "
             "write-high-water"
         )
+    if settings.buffer_pool < 0 or settings.buffer_pool_min_size < 1:
+        raise ValueError(
+            "distributed.comm.asyncio.buffer-pool must be >= 0 and "
+            "buffer-pool-min-size >= 1"
+        )
+    if settings.buffer_pool_idle <= 0:
+        raise ValueError("distributed.comm.asyncio.buffer-pool-idle must be positive")
     if settings.max_frames < 1 or settings.max_message < 1:
         raise ValueError("distributed.comm.asyncio.max-frames/max-message must be >= 1")
     return settings

@@ -24,11 +24,12 @@ import logging
 from collections.abc import Callable
 from typing import Any, cast
 
-from asynciocomm.buffers import default_allocator
+from asynciocomm.buffers import Allocator, default_allocator
 from asynciocomm.encoder import Buffer
 from asynciocomm.speedups import FrameDecoder
 from asynciocomm.config import Settings
 from asynciocomm.errors import ProtocolError, translate
+from asynciocomm.pool import shared_pool
 from asynciocomm.sockopts import configure_socket
 from asynciocomm.writer import (
     BatchWriter,
@@ -44,6 +45,15 @@ TLS_PROTOCOL_VERSION_ALERT = bytes([21, 3, 1, 0, 2, 2, 70])
 #: Seconds a peer that broke the protocol has to take the bytes already written
 #: to it before its connection is reset (see FramedProtocol._protocol_failure).
 PROTOCOL_ERROR_GRACE = 1.0
+
+
+def frame_allocator(settings: Settings) -> Allocator:
+    """Where large frames' own buffers come from: the shared pool, unless off."""
+    if settings.buffer_pool <= 0:
+        return default_allocator()
+    return shared_pool(
+        settings.buffer_pool, settings.buffer_pool_min_size, settings.buffer_pool_idle
+    ).allocate
 
 
 class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
@@ -66,7 +76,7 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
             direct_read=settings.direct_read,
             max_frames=settings.max_frames,
             max_message=settings.max_message,
-            allocate=default_allocator(),
+            allocate=frame_allocator(settings),
         )
         self.transport: asyncio.Transport | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
