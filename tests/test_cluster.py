@@ -179,3 +179,47 @@ def test_mixed_takeover_cluster(loop, tmp_path) -> None:
         except BaseException:
             print(logs(procs))
             raise
+
+
+def _pool_hits() -> int:
+    from asynciocomm import pool
+
+    return sum(p.hits for p in pool._pools.values())
+
+
+def _filled(i: int, n: int) -> np.ndarray:
+    return np.full(n, i, dtype="f8")
+
+
+def _same(x: np.ndarray) -> np.ndarray:
+    return x  # the result is the received array itself, held by the worker
+
+
+def _all_equal(x: np.ndarray, i: int) -> bool:
+    return bool((x == i).all())
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_reused_receive_buffers_between_workers(loop) -> None:
+    """6 MiB arrays move from worker A to worker B, whose comm receives them into
+    pooled buffers. B keeps every third one (a task returns the received array
+    itself); the rest are released and their buffers reused. At the end every
+    kept array still holds its own values, and B's pool was hit."""
+    n = 6 * 2**20 // 8
+    with dask.config.set({"distributed.admin.event-loop": loop}):
+        with LocalCluster(
+            protocol="asyncio", n_workers=2, threads_per_worker=1, processes=True,
+            dashboard_address=":0",
+        ) as cluster, Client(cluster, timeout=WAIT) as c:  # fmt: skip
+            a, b = sorted(_check_workers(c, "asyncio", loop, 2))
+            kept = []
+            for i in range(12):
+                src = c.submit(_filled, i, n, workers=[a], pure=False)
+                got = c.submit(_same, src, workers=[b], pure=False)
+                assert c.submit(_all_equal, got, i, workers=[b]).result(timeout=WAIT)
+                if i % 3 == 0:
+                    kept.append((i, got))
+                del src, got
+            for i, fut in kept:
+                assert c.submit(_all_equal, fut, i, workers=[b]).result(timeout=WAIT), i
+            assert c.run(_pool_hits, workers=[b])[b] > 0
