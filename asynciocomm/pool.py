@@ -195,12 +195,15 @@ class BufferPool:
 
 
 _pools: dict[tuple[int, int, float], BufferPool] = {}
+_pools_lock = threading.Lock()
 
 
 def shared_pool(capacity: int, min_size: int, idle: float) -> BufferPool:
-    """The process-wide pool for these settings (comms share their blocks)."""
+    """The process-wide pool for these settings (comms share their blocks, and
+    listeners or connectors created in different threads get the same pool)."""
     key = (capacity, min_size, idle)
-    pool = _pools.get(key)
-    if pool is None:
-        pool = _pools[key] = BufferPool(capacity, min_size, idle)
-    return pool
+    with _pools_lock:
+        pool = _pools.get(key)
+        if pool is None:
+            pool = _pools[key] = BufferPool(capacity, min_size, idle)
+        return pool

@@ -205,3 +205,17 @@ async def test_held_messages_stay_intact_while_later_ones_reuse_blocks(
                 await comm.close()
     pools = [p for k, p in poolmod._pools.items() if k[1] == MiB and k[2] == 3600]
     assert pools and sum(p.hits for p in pools) >= 1
+
+
+def test_the_shared_pool_is_one_per_setting_across_threads() -> None:
+    got: list[BufferPool] = []
+    key = (123 * MiB, 3 * MiB, 7.0)
+    threads = [threading.Thread(target=lambda: got.append(poolmod.shared_pool(*key)))
+               for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert len(got) == 8 and all(p is got[0] for p in got)
+    assert poolmod.shared_pool(*key) is got[0]
+    assert poolmod.shared_pool(124 * MiB, 3 * MiB, 7.0) is not got[0]
