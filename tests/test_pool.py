@@ -168,6 +168,8 @@ def test_threads_never_share_a_block() -> None:
         t.join(60)
     assert not bad
     assert pool.hits > 0
+
+
 variant = variant_fixture(OWN)
 
 
@@ -175,8 +177,8 @@ async def test_held_messages_stay_intact_while_later_ones_reuse_blocks(
     variant, certs
 ) -> None:
     """Six messages with a 2 MiB array each, echoed over a real connection; the
-    client keeps every other echo. The kept arrays still hold their own bytes at the end,
-    and the dropped ones' blocks were reused."""
+    client keeps every other echo. The kept arrays still hold their own bytes at
+    the end, and the dropped ones' blocks were reused."""
     from distributed.protocol.serialize import to_serialize
 
     n = 2 * MiB
