@@ -33,13 +33,14 @@ from typing import Any
 
 from asynciocomm.buffers import Allocator, default_allocator
 
-#: Blocks are whole transparent huge pages (2 MiB on x86-64 and arm64), so the
-#: last page of a block is never a partial one.
-GRANULE = 2 * 1024 * 1024
-#: An idle block serves a request if it is at most an eighth larger (at most
-#: 12.5 % of a reused block lies unused), so frames of nearly the same size share
-#: blocks without a 128 MiB block ending up under a 4 MiB frame.
-SLACK = 8
+#: Block sizes are rounded up to this, so frames of nearly the same size (a 128
+#: MiB array plus a header of a few hundred bytes) share a size.
+GRANULE = 64 * 1024
+#: An idle block serves a request if it is at most a sixteenth larger. What a
+#: message holds beyond its own bytes is what dask's memory accounting cannot see
+#: (it counts the array, not the block), so this bounds it at 6.25 % plus one
+#: granule; a 128 MiB block never ends up under a 4 MiB frame.
+SLACK = 16
 
 
 def size_class(n: int) -> int:

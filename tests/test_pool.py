@@ -93,6 +93,20 @@ def test_a_much_larger_idle_block_does_not_serve_a_small_request() -> None:
     assert pool.held_bytes == 36 * MiB
 
 
+def test_a_reused_block_is_at_most_a_sixteenth_larger_than_the_request() -> None:
+    """What a message pins beyond its own bytes stays small: dask's memory
+    accounting counts the array, not the block under it."""
+    pool = BufferPool(capacity=64 * MiB, min_size=MiB, idle=60)
+    block = pool.allocate(17 * MiB)
+    where = address(block)
+    del block
+    smaller = pool.allocate(31 * MiB // 2)  # 17 > 15.5 + 15.5/16: a new block
+    assert address(smaller) != where
+    del smaller
+    fits = pool.allocate(16 * MiB)  # 17 <= 16 + 16/16: the 17 MiB block
+    assert address(fits) == where
+
+
 def test_capacity_bounds_what_is_held_and_idle_blocks_make_room() -> None:
     pool = BufferPool(capacity=10 * MiB, min_size=MiB, idle=60)
     a = pool.allocate(4 * MiB)
