@@ -52,28 +52,45 @@ def _refs(block: Any) -> int:
     return sys.getrefcount(block)
 
 
+class _Block:
+    """One pooled buffer: the exporting object (a numpy array), its size and when
+    it was last handed out. Only this slot refers to ``obj`` while it is idle."""
+
+    __slots__ = ("obj", "size", "last_used")
+
+    def __init__(self, obj: Any, size: int, last_used: float) -> None:
+        self.obj = obj
+        self.size = size
+        self.last_used = last_used
+
+    def idle(self) -> bool:
+        """Nothing but this block refers to its buffer (see refcount_works)."""
+        return _refs(self.obj) == IDLE_REFS
+
+
 def refcount_works() -> bool:
     """Whether an unexported block's reference count is stable and every export
-    adds to it, as on GIL builds of CPython. Calibrates :data:`IDLE_REFS`."""
+    adds to it, as on GIL builds of CPython. Calibrates :data:`IDLE_REFS` with
+    the very expression :meth:`_Block.idle` evaluates."""
     global IDLE_REFS
     if getattr(sys, "_is_gil_enabled", lambda: True)() is False:
         return False
-    holder = [bytearray(8)]
-    idle = _refs(holder[0])
-    view = memoryview(holder[0])
-    exported = _refs(holder[0])
+    holder = _Block(bytearray(8), 8, 0.0)
+    idle = _refs(holder.obj)
+    view = memoryview(holder.obj)
+    exported = _refs(holder.obj)
     sliced = view[2:]
     del view
-    still = _refs(holder[0])
+    still = _refs(holder.obj)
     del sliced
-    if not (exported == idle + 1 and still == idle + 1 and _refs(holder[0]) == idle):
+    if not (exported == idle + 1 and still == idle + 1 and _refs(holder.obj) == idle):
         return False
     IDLE_REFS = idle
     return True
 
 
-#: The reference count of a block that only the pool's list holds, as seen by
-#: ``_refs(blocks[i])``; set by :func:`refcount_works`.
+#: The reference count of a block's buffer that only the block refers to, as seen
+#: by ``_refs(block.obj)``; set by :func:`refcount_works`.
 IDLE_REFS = -1
 _REFCOUNT_OK = refcount_works()
 
@@ -97,9 +114,7 @@ class BufferPool:
         self.min_size = min_size
         self.idle = idle
         self._allocator = allocator or default_allocator()
-        self._blocks: list[Any] = []  # the exporting objects (numpy arrays)
-        self._sizes: list[int] = []
-        self._last_used: list[float] = []
+        self._blocks: list[_Block] = []
         self._held = 0
         # Loops in several threads may allocate at once (a sync Client's loop, and
         # workers in threads): a block must never be handed out twice.
@@ -116,9 +131,7 @@ class BufferPool:
     def idle_bytes(self) -> int:
         """Bytes of the blocks that nothing but the pool refers to."""
         with self._lock:
-            blocks = self._blocks
-            return sum(self._sizes[i] for i in range(len(blocks))
-                       if _refs(blocks[i]) == IDLE_REFS)
+            return sum(block.size for block in self._blocks if block.idle())
 
     def allocate(self, n: int) -> memoryview:
         if n < self.min_size or self.capacity <= 0:
@@ -129,19 +142,16 @@ class BufferPool:
     def _allocate(self, n: int) -> memoryview:
         want = size_class(n)
         now = time.monotonic()
-        blocks = self._blocks
-        sizes = self._sizes
-        best = -1
-        for i in range(len(blocks)):
-            size = sizes[i]
-            if (want <= size <= want + want // SLACK
-                    and (best < 0 or size < sizes[best])
-                    and _refs(blocks[i]) == IDLE_REFS):
-                best = i
-        if best >= 0:
-            self._last_used[best] = now
+        best: _Block | None = None
+        for block in self._blocks:
+            if (want <= block.size <= want + want // SLACK
+                    and (best is None or block.size < best.size)
+                    and block.idle()):
+                best = block
+        if best is not None:
+            best.last_used = now
             self.hits += 1
-            return memoryview(blocks[best])[:n]
+            return memoryview(best.obj)[:n]
         self.misses += 1
         self._release(now, self.idle)
         if self._held + want > self.capacity:
@@ -149,9 +159,7 @@ class BufferPool:
         if self._held + want > self.capacity:
             return self._allocator(n)
         view = self._allocator(want)
-        blocks.append(view.obj)
-        self._sizes.append(want)
-        self._last_used.append(now)
+        self._blocks.append(_Block(view.obj, want, now))
         self._held += want
         self._schedule_sweep()
         return view[:n]
@@ -163,15 +171,14 @@ class BufferPool:
 
     def _release(self, now: float, idle_for: float) -> int:
         """Free the idle blocks last handed out more than ``idle_for`` s ago."""
+        kept: list[_Block] = []
         freed = 0
-        i = 0
-        blocks = self._blocks
-        while i < len(blocks):
-            if now - self._last_used[i] > idle_for and _refs(blocks[i]) == IDLE_REFS:
-                freed += self._sizes[i]
-                del blocks[i], self._sizes[i], self._last_used[i]
+        for block in self._blocks:
+            if now - block.last_used > idle_for and block.idle():
+                freed += block.size
             else:
-                i += 1
+                kept.append(block)
+        self._blocks = kept
         self._held -= freed
         return freed
 
