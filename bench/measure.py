@@ -28,8 +28,9 @@ WARMUP_S = 0.5
 
 class Usage(NamedTuple):
     """A process's RUSAGE_SELF: user+system CPU seconds and minor page faults.
-    The faults show what a fresh receive buffer costs the kernel, which every
-    comm pays per large frame and the raw references (one reused buffer) do not."""
+    The faults show what a fresh receive buffer costs the kernel: a comm pays it
+    per large frame unless it reuses buffers (asynciocomm's pool, the raw
+    references' one buffer); the stock comm pays it."""
 
     cpu: float
     faults: int
