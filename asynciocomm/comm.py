@@ -110,7 +110,7 @@ class AsyncioComm(Comm):
     ) -> int:
         if self._closed:
             raise CommClosedError(f"in {self}: comm was closed locally")
-        packed = self._codec.dumps(msg)
+        packed = self._codec.dumps(msg, self, serializers, on_error)
         if type(packed) is bytes:
             buffers, nbytes = encode_single(packed, self._coalesce)
         elif packed is not FALLBACK:

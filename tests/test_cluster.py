@@ -223,3 +223,40 @@ def test_reused_receive_buffers_between_workers(loop) -> None:
             for i, fut in kept:
                 assert c.submit(_all_equal, fut, i, workers=[b]).result(timeout=WAIT), i
             assert c.run(_pool_hits, workers=[b])[b] > 0
+
+
+_TRANSFER_STEPS = {"serialize", "compress", "decompress", "deserialize"}
+
+
+def _transfer_metrics(dask_worker) -> list:
+    """The worker's fine performance metrics of its transfers' (de)serialization."""
+    return sorted(
+        k for k in dask_worker.digests_total
+        if isinstance(k, tuple) and k[0] in ("get-data", "gather-dep") and k[1] in _TRANSFER_STEPS
+    )
+
+
+def _transfers_with_metrics(protocol: str, loop: str) -> dict[str, list]:
+    with dask.config.set({"distributed.admin.event-loop": loop}):
+        with LocalCluster(
+            protocol=protocol, n_workers=2, threads_per_worker=1, processes=True,
+            dashboard_address=":0",
+        ) as cluster, Client(cluster, timeout=WAIT) as c:  # fmt: skip
+            a, b = sorted(_check_workers(c, protocol, loop, 2))
+            src = c.submit(_filled, 1, 100_000, workers=[a], pure=False)
+            got = c.submit(_same, src, workers=[b], pure=False)
+            assert c.submit(_all_equal, got, 1, workers=[b]).result(timeout=WAIT)
+            return {"sender": c.run(_transfer_metrics, workers=[a])[a],
+                    "receiver": c.run(_transfer_metrics, workers=[b])[b]}
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_transfer_metrics_as_with_tcp(loop) -> None:
+    """Worker transfers report the same fine performance metrics (get-data's
+    serialize and compress, gather-dep's decompress and deserialize) as over the
+    stock tcp comm: where a callback listens, nothing is skipped."""
+    ours = _transfers_with_metrics("asyncio", loop)
+    theirs = _transfers_with_metrics("tcp", loop)
+    assert ours == theirs
+    assert {k[1] for k in ours["sender"]} >= {"serialize", "compress"}
+    assert {k[1] for k in ours["receiver"]} >= {"decompress", "deserialize"}

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from dask._task_spec import Task
 from distributed.core import Status
+from distributed.metrics import context_meter
 from distributed.protocol import dumps, loads, to_serialize
-from distributed.protocol.serialize import Pickled, Serialized, ToPickle
+from distributed.protocol.serialize import Pickled, Serialized, ToPickle, serialize
 
 from asynciocomm.serialization import FALLBACK, MessageCodec
 
@@ -123,5 +124,157 @@ def test_codec_is_freed_by_reference_counting() -> None:
         assert codec.dumps({"p": ToPickle(1)}) == dumps({"p": ToPickle(1)})
         del codec
         assert gc.collect() == 0
+    finally:
+        gc.enable()
+
+
+class _Comm:
+    """The attributes of a comm that Serialize sub-frames need (its context)."""
+
+    def __init__(self, compression: str | None = None, shard: int = 64 * 2**20,
+                 allow_offload: bool = True) -> None:
+        self.local_info = {"address": "asyncio://127.0.0.1:1", "compression": compression}
+        self.remote_info = {"address": "asyncio://127.0.0.1:2", "compression": compression}
+        self.handshake_options = {"compression": compression, "pickle-protocol": 5}
+        self.max_shard_size = shard
+        self.allow_offload = allow_offload
+
+    def context(self) -> dict:
+        return {"sender": self.local_info, "recipient": self.remote_info,
+                **self.handshake_options}
+
+
+class _Unpicklable:
+    def __reduce__(self):
+        raise TypeError("no pickling here")
+
+
+def _data_messages() -> list:
+    arr = np.arange(1000, dtype="f8")
+    return [
+        {"op": "s", "p": to_serialize(np.random.default_rng(0).integers(0, 255, 65536, dtype="u1"))},
+        {"status": "OK", "data": {("x", i): to_serialize(arr + i) for i in range(4)}},
+        {"op": "s", "p": to_serialize(b"x" * 70_000), "q": to_serialize(bytearray(b"yz"))},
+        {"op": "s", "p": to_serialize(np.zeros((30, 40), dtype="f4").T)},  # not contiguous
+        {"op": "s", "p": to_serialize(_Comm)},  # pickled by the pickle family
+        {"op": "mixed", "t": ToPickle((1, 2)), "s": {1}, "p": to_serialize(arr)},
+        {"op": "fwd", "p": Serialized(*serialize(arr[:10]))},  # forwarded unread
+    ]
+
+
+def _frame_bytes(frames) -> list[bytes]:
+    return [bytes(f) for f in ([frames] if isinstance(frames, bytes) else frames)]
+
+
+@pytest.mark.parametrize("compression", [None, "zlib"])
+@pytest.mark.parametrize("i", range(len(_data_messages())))
+def test_serialize_sub_frames_are_distributeds(i: int, compression) -> None:
+    msg, comm = _data_messages()[i], _Comm(compression)
+    frames = MessageCodec().dumps(msg, comm)
+    assert frames is not FALLBACK
+    expected = dumps(msg, context=comm.context(), frame_split_size=comm.max_shard_size)
+    assert _frame_bytes(frames) == _frame_bytes(expected)
+    views = [memoryview(bytearray(f)) for f in _frame_bytes(frames)]
+    nbytes = sum(v.nbytes for v in views)
+    for deserialize in (True, False):
+        got = MessageCodec.loads(views, nbytes, deserialize, None)
+        want = loads(views, deserialize=deserialize)
+        assert dumps(got, context=comm.context()) == dumps(want, context=comm.context())
+
+
+@pytest.mark.parametrize("on_error", ["message", "raise"])
+def test_unserializable_data_errs_as_distributed_does(on_error: str) -> None:
+    msg, comm = {"op": "s", "p": to_serialize(_Unpicklable())}, _Comm()
+    if on_error == "raise":  # the comm's to_frames then raises and logs it
+        assert MessageCodec().dumps(msg, comm, None, on_error) is FALLBACK
+        return
+    frames = MessageCodec().dumps(msg, comm, None, on_error)
+    expected = dumps(msg, context=comm.context(), on_error=on_error)
+    # The headers agree; the error frames hold tracebacks of different stacks.
+    assert _frame_bytes(frames)[:2] == _frame_bytes(expected)[:2]
+    views = [memoryview(bytearray(f)) for f in _frame_bytes(frames)]
+    with pytest.raises(TypeError, match="Could not serialize object of type _Unpicklable"):
+        MessageCodec.loads(views, sum(v.nbytes for v in views), True, None)
+
+
+def test_large_frames_are_split_and_compressed_as_distributed_does() -> None:
+    arr = np.zeros(3 * 2**20 + 5, dtype="u1")  # compressible, three shards and a bit
+    msg = {"op": "s", "p": to_serialize(arr)}
+    comm = _Comm("zlib", shard=2**20)
+    frames = MessageCodec().dumps(msg, comm)
+    expected = dumps(msg, context=comm.context(), frame_split_size=2**20)
+    assert len(frames) == len(expected) == 6  # head, sub-header, 4 shards
+    assert _frame_bytes(frames) == _frame_bytes(expected)
+    assert sum(map(len, _frame_bytes(frames))) < arr.nbytes // 10  # zlib did run
+    uncompressed = MessageCodec().dumps(msg, _Comm(None, shard=2**20))
+    assert all(np.shares_memory(np.asarray(f), arr) for f in uncompressed[2:])  # no copy
+
+
+def test_serialize_needs_the_comm_and_offloads_as_to_frames_does() -> None:
+    from distributed.comm.utils import OFFLOAD_THRESHOLD
+
+    small = {"op": "s", "p": to_serialize(np.arange(10))}
+    assert MessageCodec().dumps(small) is FALLBACK  # no context without the comm
+    big = {"op": "s", "p": to_serialize(np.zeros(OFFLOAD_THRESHOLD + 1, dtype="u1"))}
+    seen: list = []
+    with context_meter.add_callback(lambda *a: seen.append(a)):
+        assert MessageCodec().dumps(big, _Comm()) is FALLBACK  # to_frames offloads it
+    assert seen == []  # refused before anything was serialized
+    # Many parts, each small, over the threshold together: the whole message counts.
+    parts = {"op": "s", "d": [to_serialize(np.zeros(2**20, "u1")) for _ in range(OFFLOAD_THRESHOLD // 2**20 + 1)]}
+    assert MessageCodec().dumps(parts, _Comm()) is FALLBACK
+    assert MessageCodec().dumps(big, _Comm(allow_offload=False)) is not FALLBACK
+
+
+@pytest.mark.parametrize("compression", [None, "zlib"])
+def test_listened_metrics_are_distributeds(compression) -> None:
+    """Where a callback listens (a worker's get-data, gather-dep), the codec
+    reports the same metrics as distributed's dumps and loads, in order."""
+    msg = {"status": "OK", "data": {"a": to_serialize(np.zeros(50_000)), "b": to_serialize(b"b" * 20_000)}}
+    comm = _Comm(compression)
+
+    def labels(fn) -> list:
+        got: list = []
+        with context_meter.add_callback(lambda label, value, unit: got.append((label, unit))):
+            fn()
+        return got
+
+    frames = MessageCodec().dumps(msg, comm)
+    ours = labels(lambda: MessageCodec().dumps(msg, comm))
+    theirs = labels(lambda: dumps(msg, context=comm.context(), frame_split_size=comm.max_shard_size))
+    assert ours == theirs and ("serialize", "seconds") in ours and ("compress", "seconds") in ours
+    views = [memoryview(bytearray(f)) for f in _frame_bytes(frames)]
+    ours = labels(lambda: MessageCodec.loads(views, sum(v.nbytes for v in views), True, None))
+    theirs = labels(lambda: loads(views))
+    assert ours == theirs and ("decompress", "seconds") in ours and ("deserialize", "seconds") in ours
+
+
+def test_failed_loads_logs_and_raises_as_distributed_does(caplog) -> None:
+    msg = {"op": "s", "p": to_serialize(np.arange(10))}
+    frames = _frame_bytes(MessageCodec().dumps(msg, _Comm()))
+    frames[1] = frames[1][:-3]  # a truncated sub-header
+    views = [memoryview(bytearray(f)) for f in frames]
+    with pytest.raises(Exception) as theirs:
+        loads(views)
+    caplog.clear()
+    with pytest.raises(type(theirs.value)):
+        MessageCodec.loads(views, sum(v.nbytes for v in views), True, None)
+    assert [(r.name, r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("distributed.protocol.core", "CRITICAL", "Failed to deserialize")]
+
+
+def test_the_hook_drops_the_comm_after_each_message() -> None:
+    import gc
+    import weakref
+
+    comm = _Comm()
+    codec = MessageCodec()
+    assert codec.dumps({"p": to_serialize(b"x")}, comm) is not FALLBACK
+    assert codec.dumps({"bad": object()}, comm) is FALLBACK
+    ref = weakref.ref(comm)
+    gc.disable()
+    try:
+        del comm
+        assert ref() is None  # freed by reference counting: the codec kept nothing
     finally:
         gc.enable()
