@@ -65,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--reps", type=int, default=None, help="repetitions")
         if name in ("comm", "quick", "all"):
             sp.add_argument("--no-refs", action="store_true",
-                            help="skip the rawsock / rawaio / proto references")
+                            help="skip the rawsock / rawaio / rawtask / proto references")
         if name in ("cluster", "profile", "quick", "all"):
             sp.add_argument("--gc", type=_gcs, default=None,
                             help="scheduler GC: on, off or on,off")

@@ -26,7 +26,7 @@ class CommConfig:
     """One column of the comm table: a scheme or reference on one loop."""
 
     label: str
-    kind: str  # "comm", "rawsock", "rawaio" or "proto"
+    kind: str  # "comm", "rawsock", "rawaio", "rawtask" or "proto"
     scheme: str | None
     loop: str | None
     tls: bool
@@ -83,6 +83,8 @@ def build_configs(schemes: list[str], loops: list[str], refs: bool) -> list[Comm
             out.append(CommConfig("rawsock+tls", "rawsock", None, None, True))
         for loop in loops:
             out.append(CommConfig(f"rawaio@{loop}", "rawaio", None, loop, False))
+        for loop in loops:
+            out.append(CommConfig(f"rawtask@{loop}", "rawtask", None, loop, False))
         out.append(CommConfig("proto", "proto", None, None, False))
     return out
 
@@ -92,7 +94,8 @@ def _run_one(cfg: CommConfig, bounds: CommBounds, tls: TLSFiles | None,
     """Measure one configuration once; returns (metrics, loop classes)."""
     if cfg.kind == "proto":
         return references.proto_run(bounds), {"client": "asyncio (no I/O)"}
-    spec = {"kind": cfg.kind, "scheme": cfg.scheme, "loop": cfg.loop,
+    spec = {"kind": "rawaio" if cfg.kind == "rawtask" else cfg.kind,
+            "task": cfg.kind == "rawtask", "scheme": cfg.scheme, "loop": cfg.loop,
             "tls": dataclasses.asdict(tls) if (cfg.tls and tls) else None}
     with ServerProcess(spec) as server:
         classes: dict[str, Any] = {"server": server.loop_class}
@@ -158,7 +161,7 @@ def run_comm(schemes: list[str], loops: list[str], bounds: CommBounds, *,
     same_loop = {c.label: f"{REFERENCE_SCHEME}@{c.loop}" for c in configs
                  if c.loop and c.kind == "comm"}
     same_loop.update({c.label: f"{REFERENCE_SCHEME}@{c.loop}" for c in configs
-                      if c.kind == "rawaio"})
+                      if c.kind in ("rawaio", "rawtask")})
     reference = f"{REFERENCE_SCHEME}@{REFERENCE_LOOP}"
     return {
         "configs": [dataclasses.asdict(c) for c in configs],

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
+from collections import deque
 from typing import Any
 
 HDR = struct.Struct("<QB")
@@ -17,7 +18,8 @@ PING, SINK, SYNC, BYE = 0, 1, 2, 3
 
 
 class RawServerProtocol(asyncio.Protocol):
-    """Server side of the framing on an asyncio/uvloop transport."""
+    """Server side of the framing on an asyncio/uvloop transport: every message
+    is answered inside ``data_received``."""
 
     def __init__(self) -> None:
         self.buf = bytearray()
@@ -42,7 +44,7 @@ class RawServerProtocol(asyncio.Protocol):
         while len(buf) - pos >= HDR.size:
             length, op = HDR.unpack_from(buf, pos)
             if op == SINK:
-                self.count += 1
+                self.on_message(SINK, b"")
                 avail = len(buf) - pos - HDR.size
                 if avail >= length:
                     pos += HDR.size + length
@@ -53,15 +55,69 @@ class RawServerProtocol(asyncio.Protocol):
             end = pos + HDR.size + length
             if len(buf) < end:
                 break
-            if op == PING:
-                self.transport.write(bytes(buf[pos:end]))
-            elif op == SYNC:
-                self.transport.write(HDR.pack(self.count, SYNC))
-                self.count = 0
-            elif op == BYE:
-                self.transport.close()
+            self.on_message(op, bytes(buf[pos:end]) if op == PING else b"")
             pos = end
         del buf[:pos]
+
+    def on_message(self, op: int, frame: bytes) -> None:
+        """Answer one message (a PING's ``frame`` is the whole message)."""
+        if op == PING:
+            self.transport.write(frame)
+        elif op == SINK:
+            self.count += 1
+        elif op == SYNC:
+            self.transport.write(HDR.pack(self.count, SYNC))
+            self.count = 0
+        elif op == BYE:
+            self.transport.close()
+
+
+class RawTaskServerProtocol(RawServerProtocol):
+    """The bare server in the Comm API's shape: one task per connection awaits
+    every message (as ``await comm.read()`` does) and answers it. Against
+    :class:`RawServerProtocol` it adds the task wake-up that any ``Comm`` pays
+    per message, and nothing else a comm does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: deque[tuple[int, bytes]] = deque()
+        self.waiter: asyncio.Future[None] | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.eof = False
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        self.task = asyncio.get_running_loop().create_task(self._serve())
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.eof = True
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None:
+            self.waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def on_message(self, op: int, frame: bytes) -> None:
+        self.messages.append((op, frame))
+        self._wake()
+
+    async def read(self) -> tuple[int, bytes] | None:
+        """The next message, or None once the connection is gone."""
+        while not self.messages:
+            if self.eof:
+                return None
+            self.waiter = asyncio.get_running_loop().create_future()
+            await self.waiter
+        return self.messages.popleft()
+
+    async def _serve(self) -> None:
+        while (item := await self.read()) is not None:
+            RawServerProtocol.on_message(self, *item)
+            if item[0] == BYE:
+                break
 
 
 class RawClientProtocol(asyncio.Protocol):
