@@ -85,6 +85,9 @@ def build_configs(schemes: list[str], loops: list[str], refs: bool) -> list[Comm
             out.append(CommConfig(f"rawaio@{loop}", "rawaio", None, loop, False))
         for loop in loops:
             out.append(CommConfig(f"rawtask@{loop}", "rawtask", None, loop, False))
+        if any(is_tls(s) for s in schemes):
+            for loop in loops:  # the loop's own TLS transport, with nothing on top
+                out.append(CommConfig(f"rawaio+tls@{loop}", "rawaio", None, loop, True))
         out.append(CommConfig("proto", "proto", None, None, False))
     return out
 
@@ -116,7 +119,10 @@ def _run_one(cfg: CommConfig, bounds: CommBounds, tls: TLSFiles | None,
                     args = tls.security().get_connection_args("client")
                 driver = drivers.CommDriver(server.address, args)
             else:
-                driver = drivers.RawAioDriver(server.address)
+                ctx = None
+                if cfg.tls and tls:
+                    ctx = tls.security().get_connection_args("client")["ssl_context"]
+                driver = drivers.RawAioDriver(server.address, ctx)
             return await measure.run_all(driver, bounds, server.usage, bar.advance)
 
         assert cfg.loop is not None

@@ -174,7 +174,8 @@ def render(doc: dict[str, Any], plots: dict[str, list[str]] | None = None) -> st
             out += ["References: `rawsock` = blocking sockets (sendall/recv_into) "
                     "between two processes; `rawaio@loop` = a bare asyncio Protocol "
                     "with no dask serialization; `rawtask@loop` = the same in the "
-                    "Comm API's shape, a task awaiting each message; `proto` = distributed's "
+                    "Comm API's shape, a task awaiting each message; `rawaio+tls@loop` = "
+                    "the bare protocol over the loop's TLS transport; `proto` = distributed's "
                     "`to_frames` + `from_frames` with no I/O (its CPU rows are "
                     "the cost of one message serialized and deserialized).", ""]
         lc = _loop_classes(sec)
