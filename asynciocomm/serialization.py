@@ -130,7 +130,8 @@ class _Hook:
         self.context: dict[str, Any] | None = None
         self.sized = False
 
-    def __call__(self, obj: Any) -> Any:
+    def encode(self, obj: Any) -> Any:
+        """The hook itself: msgpack calls it for every object it cannot pack."""
         if isinstance(obj, ToPickle):
             pickled = _pickle_inband(obj.data)
             sub = self.sub
@@ -203,7 +204,7 @@ class MessageCodec:
 
     def __init__(self) -> None:
         self._hook = _Hook()
-        self._packer = msgpack.Packer(use_bin_type=True, default=self._hook)
+        self._packer = msgpack.Packer(use_bin_type=True, default=self._hook.encode)
 
     def dumps(
         self,
