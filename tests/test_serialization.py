@@ -159,6 +159,8 @@ def _data_messages() -> list:
         {"op": "s", "p": to_serialize(_Comm)},  # pickled by the pickle family
         {"op": "mixed", "t": ToPickle((1, 2)), "s": {1}, "p": to_serialize(arr)},
         {"op": "fwd", "p": Serialized(*serialize(arr[:10]))},  # forwarded unread
+        to_serialize(arr),  # the whole message
+        {"op": "s", "nested": [{"deep": (to_serialize(arr[:5]), ToPickle(5))}]},
     ]
 
 
