@@ -299,6 +299,23 @@ async def check_0006():
     return f"encrypted scheduler listeners: {schemes}, DASK_SCHEDULER_ADDRESS={env}"
 
 
+async def check_0007():
+    import contextlib
+    from distributed.metrics import ContextMeter, context_meter
+    cm = context_meter.meter("x")
+    assert not isinstance(cm, contextlib._GeneratorContextManager), type(cm).__name__
+    # The behaviour the patch keeps: nested seconds are subtracted, in order
+    meter = ContextMeter()
+    got = []
+    ticks = iter([0.0, 1.0, 21.0, 100.0])
+    with meter.add_callback(lambda label, value, unit: got.append((label, value, unit))):
+        with meter.meter("outer", func=lambda: next(ticks)):
+            with meter.meter("inner", func=lambda: next(ticks)):
+                pass
+    assert got == [("inner", 20.0, "seconds"), ("outer", 80.0, "seconds")], got
+    return f"meter() returns {type(cm).__name__}; nested metrics {got}"
+
+
 async def main():
     for name, fn in sorted(globals().items()):
         if name.startswith("check_"):
