@@ -265,8 +265,7 @@ def loads(frames: list[Any], deserialize: bool = True, deserializers: Any = None
             offset = obj.get("__Serialized__", 0)
             if offset > 0:
                 sub_header = msgpack.loads(
-                    frames[offset], object_hook=msgpack_decode_default, use_list=False,
-                    **msgpack_opts)
+                    frames[offset], object_hook=msgpack_decode_default, **_UNPACK_OPTS)
                 offset += 1
                 sub_frames = frames[offset : offset + sub_header["num-sub-frames"]]
                 if deserialize:
@@ -284,7 +283,7 @@ def loads(frames: list[Any], deserialize: bool = True, deserializers: Any = None
                 return _dist_pickle.loads(sub_header["pickled-obj"], buffers=sub_frames)
             return msgpack_decode_default(obj)
 
-        return msgpack.loads(frames[0], object_hook=decode, use_list=False, **msgpack_opts)
+        return msgpack.loads(frames[0], object_hook=decode, **_UNPACK_OPTS)
     except Exception:
         _core_logger.critical("Failed to deserialize", exc_info=True)
         raise

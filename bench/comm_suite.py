@@ -102,27 +102,22 @@ def _run_one(cfg: CommConfig, bounds: CommBounds, tls: TLSFiles | None,
             "tls": dataclasses.asdict(tls) if (cfg.tls and tls) else None}
     with ServerProcess(spec) as server:
         classes: dict[str, Any] = {"server": server.loop_class}
+        client_args: dict[str, Any] = {}
+        if cfg.tls and tls:
+            client_args = tls.security().get_connection_args("client")
+        ssl_context = client_args.get("ssl_context")
         if cfg.kind == "rawsock":
-            ctx = None
-            if cfg.tls and tls:
-                ctx = tls.security().get_connection_args("client")["ssl_context"]
-            res = references.rawsock_run(server.address, ctx, bounds, server.usage,
-                                         bar.advance)
+            res = references.rawsock_run(server.address, ssl_context, bounds,
+                                         server.usage, bar.advance)
             return res, classes
 
         async def client() -> dict[str, float]:
             classes["client"] = running_loop_class()
             driver: Any
             if cfg.kind == "comm":
-                args: dict[str, Any] = {}
-                if cfg.tls and tls:
-                    args = tls.security().get_connection_args("client")
-                driver = drivers.CommDriver(server.address, args)
+                driver = drivers.CommDriver(server.address, client_args)
             else:
-                ctx = None
-                if cfg.tls and tls:
-                    ctx = tls.security().get_connection_args("client")["ssl_context"]
-                driver = drivers.RawAioDriver(server.address, ctx)
+                driver = drivers.RawAioDriver(server.address, ssl_context)
             return await measure.run_all(driver, bounds, server.usage, bar.advance)
 
         assert cfg.loop is not None
