@@ -9,7 +9,9 @@ loop they run on.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+from collections.abc import Iterator
 from operator import add
 
 import dask
@@ -181,6 +183,19 @@ def test_mixed_takeover_cluster(loop, tmp_path) -> None:
             raise
 
 
+@contextlib.contextmanager
+def _two_workers(protocol: str, loop: str) -> Iterator[tuple[Client, str, str]]:
+    """A client of a LocalCluster with two single-threaded worker processes on
+    ``protocol`` and ``loop``, and the two workers' addresses, sorted."""
+    with dask.config.set({"distributed.admin.event-loop": loop}):
+        with LocalCluster(
+            protocol=protocol, n_workers=2, threads_per_worker=1, processes=True,
+            dashboard_address=":0",
+        ) as cluster, Client(cluster, timeout=WAIT) as c:  # fmt: skip
+            a, b = sorted(_check_workers(c, protocol, loop, 2))
+            yield c, a, b
+
+
 def _pool_hits() -> int:
     from asynciocomm import pool
 
@@ -206,23 +221,18 @@ def test_reused_receive_buffers_between_workers(loop) -> None:
     itself); the rest are released and their buffers reused. At the end every
     kept array still holds its own values, and B's pool was hit."""
     n = 6 * 2**20 // 8
-    with dask.config.set({"distributed.admin.event-loop": loop}):
-        with LocalCluster(
-            protocol="asyncio", n_workers=2, threads_per_worker=1, processes=True,
-            dashboard_address=":0",
-        ) as cluster, Client(cluster, timeout=WAIT) as c:  # fmt: skip
-            a, b = sorted(_check_workers(c, "asyncio", loop, 2))
-            kept = []
-            for i in range(12):
-                src = c.submit(_filled, i, n, workers=[a], pure=False)
-                got = c.submit(_same, src, workers=[b], pure=False)
-                assert c.submit(_all_equal, got, i, workers=[b]).result(timeout=WAIT)
-                if i % 3 == 0:
-                    kept.append((i, got))
-                del src, got
-            for i, fut in kept:
-                assert c.submit(_all_equal, fut, i, workers=[b]).result(timeout=WAIT), i
-            assert c.run(_pool_hits, workers=[b])[b] > 0
+    with _two_workers("asyncio", loop) as (c, a, b):
+        kept = []
+        for i in range(12):
+            src = c.submit(_filled, i, n, workers=[a], pure=False)
+            got = c.submit(_same, src, workers=[b], pure=False)
+            assert c.submit(_all_equal, got, i, workers=[b]).result(timeout=WAIT)
+            if i % 3 == 0:
+                kept.append((i, got))
+            del src, got
+        for i, fut in kept:
+            assert c.submit(_all_equal, fut, i, workers=[b]).result(timeout=WAIT), i
+        assert c.run(_pool_hits, workers=[b])[b] > 0
 
 
 _TRANSFER_STEPS = {"serialize", "compress", "decompress", "deserialize"}
@@ -237,17 +247,12 @@ def _transfer_metrics(dask_worker) -> list:
 
 
 def _transfers_with_metrics(protocol: str, loop: str) -> dict[str, list]:
-    with dask.config.set({"distributed.admin.event-loop": loop}):
-        with LocalCluster(
-            protocol=protocol, n_workers=2, threads_per_worker=1, processes=True,
-            dashboard_address=":0",
-        ) as cluster, Client(cluster, timeout=WAIT) as c:  # fmt: skip
-            a, b = sorted(_check_workers(c, protocol, loop, 2))
-            src = c.submit(_filled, 1, 100_000, workers=[a], pure=False)
-            got = c.submit(_same, src, workers=[b], pure=False)
-            assert c.submit(_all_equal, got, 1, workers=[b]).result(timeout=WAIT)
-            return {"sender": c.run(_transfer_metrics, workers=[a])[a],
-                    "receiver": c.run(_transfer_metrics, workers=[b])[b]}
+    with _two_workers(protocol, loop) as (c, a, b):
+        src = c.submit(_filled, 1, 100_000, workers=[a], pure=False)
+        got = c.submit(_same, src, workers=[b], pure=False)
+        assert c.submit(_all_equal, got, 1, workers=[b]).result(timeout=WAIT)
+        return {"sender": c.run(_transfer_metrics, workers=[a])[a],
+                "receiver": c.run(_transfer_metrics, workers=[b])[b]}
 
 
 @pytest.mark.parametrize("loop", LOOPS)
