@@ -26,7 +26,8 @@ packing, and ``from_frames`` calls a Python ``object_hook`` for every dict.
   in-band object graph (which ``safe_sizeof`` samples cheaply and the stock comm
   would pickle in a thread): here it is pickled on the loop. A message with a
   ``Serialize`` gets ``to_frames``' rule exactly: ``safe_sizeof`` of the whole
-  message, before anything is serialized, and FALLBACK (offload) above
+  message (its number, from :mod:`asynciocomm.sizing`), before anything is
+  serialized, and FALLBACK (offload) above
   ``distributed.comm.offload``. Its metered steps go through
   :mod:`asynciocomm.metering`.
 * **Read.** :meth:`MessageCodec.loads` handles one-frame messages below the
@@ -63,9 +64,9 @@ from distributed.protocol.serialize import (
     serialize_and_split,
 )
 from distributed.protocol.utils import msgpack_opts
-from distributed.sizeof import safe_sizeof
 
 from asynciocomm.metering import unobserved
+from asynciocomm.sizing import message_size
 
 #: Marker meaning "use distributed's general path for this message".
 FALLBACK: Any = object()
@@ -166,7 +167,7 @@ class _Hook:
                 # to_frames' offload rule, checked before anything is serialized.
                 self.sized = True
                 if _OFFLOAD and comm.allow_offload:
-                    size = safe_sizeof(self.msg, default_size=-1)
+                    size = message_size(self.msg)  # safe_sizeof's number
                     if size == -1 or size > _OFFLOAD:
                         raise _NeedsFallback
             context = self.context
