@@ -50,6 +50,7 @@ from asynciocomm.config import C_INT_MAX
 from asynciocomm.errors import ProtocolError
 
 _PRELUDE = struct.Struct("<QQ")
+_ONE_LENGTH = struct.Struct("<Q")  # the lengths of a one-frame message
 _U64 = 8
 
 # Decoder states.
@@ -143,8 +144,11 @@ class FrameDecoder:
 
     # -- input -------------------------------------------------------------------
 
-    def get_buffer(self) -> memoryview:
-        """A non-empty writable view where the next received bytes must go."""
+    def get_buffer(self, sizehint: int = -1) -> memoryview:
+        """A non-empty writable view where the next received bytes must go.
+
+        ``sizehint`` (the transport's, as in ``BufferedProtocol.get_buffer``) is
+        ignored: the decoder knows what it waits for."""
         target = self._target
         if target is not None:
             pos = self._tpos
@@ -154,7 +158,7 @@ class FrameDecoder:
         if self.deferred:
             # Asked for more input anyway (the reader could not pause in time):
             # correctness first, allocate now.
-            self._lift_deferral(force=True)
+            self._lift_deferral(True)
             if self._target is not None:
                 return self.get_buffer()
         start = self._start
@@ -184,8 +188,9 @@ class FrameDecoder:
         held back and parse what is already received. Call once the messages
         queued before it have been taken and, where the owner clears
         ``demand``, once it is set again (the reader asks for the next one)."""
-        self._lift_deferral(force=False)
+        self._lift_deferral(False)
 
+    @cython.cfunc
     def _lift_deferral(self, force: bool) -> None:
         # force: allocate even though messages are still queued.
         if self.deferred:
@@ -196,6 +201,7 @@ class FrameDecoder:
             finally:
                 self._force = False
 
+    @cython.cfunc
     def _hold_back(self, size: int) -> bool:
         """Whether to defer allocating ``size`` bytes (see DEFER_ALLOCATION)."""
         return (
@@ -244,11 +250,13 @@ class FrameDecoder:
 
     # -- parsing -----------------------------------------------------------------
 
+    @cython.cfunc
     def _fail(self, msg: str) -> ProtocolError:
         self._state = _S_FAILED
         self._target = None
         return ProtocolError(msg)
 
+    @cython.cfunc
     def _parse(self) -> None:
         buf = self._view
         start: cython.Py_ssize_t = self._start
@@ -313,7 +321,10 @@ class FrameDecoder:
                     if end - start < need:
                         self._need = need
                         return
-                    lengths = struct.unpack_from(f"<{self._nframes}Q", buf, start)
+                    if self._nframes == 1:
+                        lengths = _ONE_LENGTH.unpack_from(buf, start)
+                    else:
+                        lengths = struct.unpack_from(f"<{self._nframes}Q", buf, start)
                     start += need
                     self._plan(lengths)
                 else:  # _S_FAILED
@@ -324,6 +335,7 @@ class FrameDecoder:
             self._start = start
             self._end = end
 
+    @cython.cfunc
     def _check_prelude(self, prefix: int, nframes: int) -> None:
         if nframes == 0:
             raise self._fail("malformed header: a message with zero frames")
@@ -338,6 +350,7 @@ class FrameDecoder:
                 f"malformed header: prefix {prefix} inconsistent with {nframes} frames"
             )
 
+    @cython.cfunc
     def _plan(self, lengths: Sequence[int]) -> None:
         length: cython.Py_ssize_t
         acc: cython.Py_ssize_t
@@ -378,6 +391,7 @@ class FrameDecoder:
         self._msg_nbytes = total
         self._state = _S_FRAMES
 
+    @cython.cfunc
     def _begin_target(self, size: int) -> None:
         """Allocate a buffer of its own for the next ``size`` bytes and fill it
         from the receive buffer as far as possible; set ``_target`` if it needs
@@ -397,6 +411,7 @@ class FrameDecoder:
         if k == size:
             self._target_done()
 
+    @cython.cfunc
     def _target_done(self) -> None:
         target = self._target
         assert target is not None
@@ -406,6 +421,7 @@ class FrameDecoder:
         else:
             self._complete_block(target)
 
+    @cython.cfunc
     def _complete_block(self, block: bytearray | memoryview) -> None:
         pos: cython.Py_ssize_t
         length: cython.Py_ssize_t

@@ -78,6 +78,9 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
             max_message=settings.max_message,
             allocate=frame_allocator(settings),
         )
+        # The transport calls the decoder's get_buffer itself: no Python frame
+        # of ours per receive.
+        self.get_buffer = self._decoder.get_buffer  # type: ignore[method-assign]
         self.transport: asyncio.Transport | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._read_waiter: asyncio.Future[None] | None = None
@@ -114,9 +117,6 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
         self._chunk_until_empty = copies_large_writes(transport)
         if self._on_connect is not None:
             self._on_connect(self)
-
-    def get_buffer(self, sizehint: int) -> memoryview:
-        return self._decoder.get_buffer()
 
     def buffer_updated(self, nbytes: int) -> None:
         decoder = self._decoder
