@@ -32,10 +32,11 @@ from asynciocomm.errors import ProtocolError, translate
 from asynciocomm.pool import shared_pool
 from asynciocomm.sockopts import configure_socket
 from asynciocomm.writer import (
+    JOIN_THEN_WRITE,
     BatchWriter,
     chunk_large_writes,
     copies_large_writes,
-    keeps_references,
+    write_mode,
 )
 
 logger = logging.getLogger(__name__)
@@ -91,7 +92,7 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
         self._batch: list[Buffer] = []
         self._batch_nbytes = 0
         self._flush_handle: asyncio.Handle | None = None
-        self._by_reference = False
+        self._write_mode = JOIN_THEN_WRITE
         self._chunk_large = False
         self._chunk_until_empty = False
         self._large_writer: asyncio.Future[None] | None = None
@@ -112,7 +113,7 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
         transport = self.transport
         transport.set_write_buffer_limits(high=s.write_high_water, low=s.write_low_water)
         configure_socket(transport.get_extra_info("socket"), s.tcp_timeout)
-        self._by_reference = keeps_references(transport)
+        self._write_mode = write_mode(transport)
         self._chunk_large = chunk_large_writes(transport)
         self._chunk_until_empty = copies_large_writes(transport)
         if self._on_connect is not None:

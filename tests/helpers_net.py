@@ -168,15 +168,19 @@ class WriteSpy:
     def __init__(self, transport: asyncio.BaseTransport) -> None:
         self._real = transport
         self.sizes: list[int] = []
+        #: (method, the size of each buffer it was given), per call
+        self.calls: list[tuple[str, list[int]]] = []
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)
 
     def write(self, data: Any) -> None:
         self.sizes.append(memoryview(data).nbytes)
+        self.calls.append(("write", [memoryview(data).nbytes]))
         self._real.write(data)  # type: ignore[attr-defined]
 
     def writelines(self, buffers: Any) -> None:
         buffers = list(buffers)
         self.sizes.append(sum(memoryview(b).nbytes for b in buffers))
+        self.calls.append(("writelines", [memoryview(b).nbytes for b in buffers]))
         self._real.writelines(buffers)  # type: ignore[attr-defined]

@@ -58,6 +58,64 @@ async def test_a_burst_of_writes_costs_two_transport_calls(variant, certs) -> No
             await comm.close()
 
 
+async def test_a_burst_of_data_messages_in_the_fewest_transport_calls(
+    variant, certs
+) -> None:
+    """A first data message leaves at once; the messages written after it in the
+    same loop iteration (each data message, 64 KiB that stays a reference, is
+    followed by three small ones) leave together when the loop turns. How that
+    batch goes depends on the transport (write_mode):
+
+    * TLS, on either loop: one writelines call, one ciphertext send, with each
+      run of small buffers joined first (each buffer is at least one record);
+    * uvloop's TCP transport: one writelines call (one writev), as it is;
+    * asyncio's TCP transport, which would join a list into a copy: one write
+      per run of small buffers and one per large frame.
+
+    All messages arrive intact, in order."""
+    from distributed.protocol.serialize import to_serialize
+
+    n, size, coalesce = 10, 64 * 1024, 16 * 1024
+    payloads = [bytes([i]) * size for i in range(n)]
+    async with serve(variant, certs) as listener:
+        comm = await connect_to(variant, certs, listener.contact_address, timeout=WAIT)
+        assert comm._coalesce == coalesce  # the configured default
+        uvloop = type(asyncio.get_running_loop()).__module__.startswith("uvloop")
+        spy = comm._protocol.transport = WriteSpy(comm._protocol.transport)
+        try:
+            for i in range(n):
+                await comm.write({"i": i, "p": to_serialize(payloads[i])})
+                for j in range(3):
+                    await comm.write({"i": i, "j": j})
+            first = spy.calls[:]
+            got = [await asyncio.wait_for(comm.read(), WAIT) for _ in range(4 * n)]
+            data = [m for m in got if "p" in m]
+            assert [m["i"] for m in data] == list(range(n))
+            assert all(bytes(m["p"]) == payloads[m["i"]] for m in data)
+            assert [(m["i"], m["j"]) for m in got if "j" in m] == [
+                (i, j) for i in range(n) for j in range(3)
+            ]
+            assert sum(nb for _, call in first for nb in call) > size  # went through
+            batch = spy.calls[len(first):]
+            sizes = [nb for _, call in batch for nb in call]
+            assert sizes.count(size) == n - 1  # the large frames, never joined
+            small = [nb < coalesce for nb in sizes]
+            runs_joined = not any(a and b for a, b in zip(small, small[1:]))
+            if variant.tls:
+                assert [method for method, _ in batch] == ["writelines"]
+                assert runs_joined, sizes
+            elif uvloop:
+                assert [method for method, _ in batch] == ["writelines"]
+                assert not runs_joined  # writev takes the pieces as they are
+            else:
+                assert {method for method, _ in batch} == {"write"}
+                assert runs_joined, sizes
+                assert len(batch) == len(sizes) == 2 * (n - 1) + 1
+        finally:
+            comm._protocol.transport = spy._real
+            await comm.close()
+
+
 async def test_write_on_a_transport_closed_underneath_is_a_comm_error(
     variant, certs
 ) -> None:
