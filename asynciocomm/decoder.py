@@ -66,8 +66,9 @@ class FrameDecoder:
 
     Feed it with ``get_buffer()`` / ``buffer_updated(n)`` (zero-copy, as an
     ``asyncio.BufferedProtocol`` does) or with :meth:`feed` (copies, for tests and
-    plain ``data_received`` users). Complete messages appear in :attr:`messages` as
-    lists of writable memoryviews; :attr:`queued_bytes` counts their payload.
+    plain ``data_received`` users). Complete messages queue in :attr:`messages`
+    (test it, take them with :meth:`pop`, which returns each as a list of
+    writable memoryviews); :attr:`queued_bytes` counts their payload.
 
     This module is also compiled by Cython (pure-Python mode) into
     ``asynciocomm._cdecoder``; the declarations below type the fields there and are
@@ -138,7 +139,7 @@ class FrameDecoder:
         # for a decoder driven on its own). While False, large buffers wait too.
         self.demand = True
         self._force = False
-        self.messages: deque[list[memoryview]] = deque()
+        self.messages: deque[list[memoryview] | bytearray] = deque()
         self._sizes: deque[int] = deque()
         self.queued_bytes = 0
 
@@ -228,7 +229,10 @@ class FrameDecoder:
         (IndexError if none)."""
         nbytes = self._sizes.popleft()
         self.queued_bytes -= nbytes
-        return self.messages.popleft(), nbytes
+        item = self.messages.popleft()
+        if type(item) is bytearray:  # a one-frame message, queued bare
+            return [memoryview(item)], nbytes
+        return item, nbytes
 
     def peek(self, n: int) -> bytes:
         """Up to ``n`` received bytes not yet consumed (for diagnostics)."""
@@ -426,6 +430,17 @@ class FrameDecoder:
         pos: cython.Py_ssize_t
         length: cython.Py_ssize_t
         lengths = self._blocks[self._block][0]
+        if len(self._blocks) == 1 and len(lengths) == 1 and type(block) is bytearray:
+            # A whole message in one small frame, most of the traffic: it waits
+            # in the queue as the bytearray alone (pop() makes its memoryview).
+            # A bytearray is not tracked by the garbage collector, a list and a
+            # memoryview are: a burst of thousands of queued messages (uvloop
+            # reads up to 32 times before the reader runs) would otherwise
+            # trigger collections that promote them all and, in turn, full
+            # collections of the whole heap.
+            self._blocks = []
+            self._queue(block)
+            return
         view = block if isinstance(block, memoryview) else memoryview(block)
         frames = self._frames
         if len(lengths) == 1:
@@ -437,10 +452,15 @@ class FrameDecoder:
                 pos += length
         self._block += 1
         if self._block == len(self._blocks):
-            self.messages.append(frames)
-            self._sizes.append(self._msg_nbytes)
-            self.queued_bytes += self._msg_nbytes
             self._frames = []
             self._blocks = []
-            self._state = _S_PRELUDE
-            self._need = 16
+            self._queue(frames)
+
+    @cython.cfunc
+    def _queue(self, message: object) -> None:
+        """Queue a complete message; wait for the next one's prelude."""
+        self.messages.append(message)
+        self._sizes.append(self._msg_nbytes)
+        self.queued_bytes += self._msg_nbytes
+        self._state = _S_PRELUDE
+        self._need = 16

@@ -145,8 +145,11 @@ class CodecMachine(RuleBasedStateMachine):
 
     @invariant()
     def accounting(self) -> None:
+        # A queued message is a list of frames, or a one-frame message's bare
+        # bytearray (see FrameDecoder._complete_block).
         assert self.dec.queued_bytes == sum(
-            sum(f.nbytes for f in m) for m in self.dec.messages)
+            len(m) if type(m) is bytearray else sum(f.nbytes for f in m)
+            for m in self.dec.messages)
         assert self.dec.queued_bytes <= MAX_MESSAGE * max(1, len(self.dec.messages))
 
     def teardown(self) -> None:
