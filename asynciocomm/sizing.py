@@ -35,7 +35,7 @@ from distributed.sizeof import safe_sizeof
 #: dask samples collections longer than this (``sizeof_python_collection``).
 SAMPLE = 10
 #: Nesting deeper than this is sized by ``safe_sizeof`` from the start: dask
-#: recurses through about four frames per level, this walk through one, so
+#: recurses through up to four frames per level, this walk through two, so
 #: they would hit the recursion limit at different depths. Messages nest a
 #: handful of levels; 32 leaves room and stays far below any limit.
 MAX_DEPTH = 32
