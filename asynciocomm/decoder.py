@@ -433,8 +433,8 @@ class FrameDecoder:
         if len(self._blocks) == 1 and len(lengths) == 1 and type(block) is bytearray:
             # A whole message in one small frame, most of the traffic: it waits
             # in the queue as the bytearray alone (pop() makes its memoryview).
-            # A bytearray is not tracked by the garbage collector, a list and a
-            # memoryview are: a burst of thousands of queued messages (uvloop
+            # A bytearray is not tracked by the garbage collector; a list, a
+            # memoryview and the memoryview's buffer object are: a burst of thousands of queued messages (uvloop
             # reads up to 32 times before the reader runs) would otherwise
             # trigger collections that promote them all and, in turn, full
             # collections of the whole heap.
