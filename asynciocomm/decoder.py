@@ -51,6 +51,8 @@ from asynciocomm.errors import ProtocolError
 
 _PRELUDE = struct.Struct("<QQ")
 _ONE_LENGTH = struct.Struct("<Q")  # the lengths of a one-frame message
+#: The whole header of a one-frame message: prefix, nframes (1), its length.
+_HEAD_ONE = struct.Struct("<QQQ")
 _U64 = 8
 
 # Decoder states.
@@ -267,6 +269,7 @@ class FrameDecoder:
         end: cython.Py_ssize_t = self._end
         size: cython.Py_ssize_t
         need: cython.Py_ssize_t
+        avail: cython.Py_ssize_t
         try:
             while True:
                 state = self._state
@@ -295,7 +298,25 @@ class FrameDecoder:
                     self._complete_block(bytearray(self._view[start : start + size]))
                     start += size
                 elif state == _S_PRELUDE:
-                    if end - start < 16:
+                    avail = end - start
+                    if avail >= 24:
+                        # Fast path, most of the traffic: a small one-frame
+                        # message received whole. Anything else, or anything
+                        # the checks below would refuse, takes the general way.
+                        prefix, nframes, length = _HEAD_ONE.unpack_from(buf, start)
+                        if (
+                            nframes == 1
+                            and prefix == 16 + length
+                            and length < self._direct_read
+                            and avail >= 24 + length
+                            and length <= self._max_message
+                        ):
+                            start += 24
+                            self._msg_nbytes = length
+                            self._queue(bytearray(buf[start : start + length]))
+                            start += length
+                            continue
+                    elif avail < 16:
                         self._need = 16
                         return
                     prefix, nframes = _PRELUDE.unpack_from(buf, start)

@@ -177,6 +177,48 @@ def test_malformed_headers_raise_and_allocate_nothing(header: bytes, match: str,
         dec.feed(b"more")
 
 
+@pytest.mark.parametrize(
+    "data, match",
+    [
+        # A one-frame message received whole, after a good one, takes the same
+        # checks as one received in pieces.
+        (struct.pack("<QQQ", 16 + 3, 1, 5) + b"12345", "frame boundary"),
+        (struct.pack("<QQQ", 16 + 7, 1, 5) + b"12345" + b"xx", "frame boundary"),
+        (struct.pack("<QQQ", 16 + 40, 1, 40) + b"y" * 40, "inconsistent"),
+    ],
+    ids=["short-prefix", "long-prefix", "above-max-message"],
+)
+def test_whole_one_frame_messages_are_checked_like_split_ones(
+    data: bytes, match: str, impl
+) -> None:
+    good = wire([b"ok"], impl)
+    dec = impl.FrameDecoder(read_buffer=256, direct_read=64, max_message=32)
+    with pytest.raises(ProtocolError, match=match):
+        dec.feed(good + data)
+    assert [bytes(f) for f in dec.pop()[0]] == [b"ok"]
+    assert not dec.messages
+
+
+def test_a_large_one_frame_message_received_whole_gets_its_own_buffer(impl) -> None:
+    allocations: list[int] = []
+
+    def alloc(n: int) -> memoryview:
+        allocations.append(n)
+        return memoryview(bytearray(n))
+
+    payload = bytes(range(100))
+    data = wire([b"s"], impl) + wire([bytearray(payload)], impl) + wire([b"t"], impl)
+    dec = impl.FrameDecoder(read_buffer=256, direct_read=64, allocate=alloc)
+    buf = dec.get_buffer()
+    buf[: len(data)] = data  # all three messages in one receive
+    dec.buffer_updated(len(data))
+    assert allocations == [100]
+    out = [dec.pop()[0] for _ in range(3)]
+    assert [[bytes(f) for f in m] for m in out] == [[b"s"], [payload], [b"t"]]
+    assert type(out[0][0].obj) is bytearray and type(out[2][0].obj) is bytearray
+    assert out[1][0].obj is not out[0][0].obj
+
+
 def test_truncation_is_visible(impl) -> None:
     data = wire([b"abc", bytearray(b"x" * 100)], impl)
     dec = impl.FrameDecoder(**SMALL)
