@@ -13,6 +13,7 @@ from distributed.metrics import context_meter
 from distributed.protocol import dumps, loads, to_serialize
 from distributed.protocol.serialize import Pickled, Serialized, ToPickle, serialize
 
+from asynciocomm import serialization
 from asynciocomm.serialization import FALLBACK, MessageCodec
 
 
@@ -52,12 +53,21 @@ SPECIAL = [
 ]
 
 
+@pytest.mark.parametrize("literal_opts", [True, False], ids=["literal-opts", "dist-opts"])
 @pytest.mark.parametrize("msg", PLAIN)
-def test_plain_messages_pack_to_distributed_bytes(msg) -> None:
+def test_plain_messages_pack_to_distributed_bytes(msg, literal_opts: bool, monkeypatch) -> None:
+    monkeypatch.setattr(serialization, "_PLAIN_OPTS", literal_opts)
     frame = MessageCodec().dumps(msg)
     assert frame is not FALLBACK
     assert [frame] == dumps(msg)
     assert MessageCodec.loads([memoryview(bytearray(frame))], len(frame), True, None) == loads([frame])
+
+
+def test_the_literal_unpack_options_are_distributeds() -> None:
+    """The hook-free path spells distributed's options out; with the installed
+    distributed they must be exactly its own, or the path is not taken."""
+    assert serialization._PLAIN_OPTS
+    assert serialization._UNPACK_OPTS == dict(use_list=False, raw=False, strict_map_key=False)
 
 
 @pytest.mark.parametrize("msg", HOOKED, ids=range(len(HOOKED)))
