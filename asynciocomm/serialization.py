@@ -11,7 +11,8 @@ packing, and ``from_frames`` calls a Python ``object_hook`` for every dict.
   distributed's ``_encode_default``: ``ToPickle`` (a task's ``run_spec`` in every
   ``compute-task``), sets and enums, and, when the comm passes itself, the
   ``Serialize`` / ``Serialized`` sub-frames of data messages, built by the same
-  distributed functions with the comm's context, shard size and compression.
+  distributed functions with the comm's context, shard size and compression
+  (a plain NumPy array by :mod:`asynciocomm.arrays`, with the same result).
   The frames are then exactly those of ``distributed.protocol.dumps``.
   ``Pickled``, a ``ToPickle`` that yields out-of-band pickle buffers (they would
   be compressed), a message ``to_frames`` would offload, and anything that fails
@@ -61,10 +62,10 @@ from distributed.protocol.serialize import (
     merge_and_deserialize,
     msgpack_decode_default,
     msgpack_encode_default,
-    serialize_and_split,
 )
 from distributed.protocol.utils import msgpack_opts
 
+from asynciocomm.arrays import split_serialized
 from asynciocomm.metering import unobserved
 from asynciocomm.sizing import message_size
 
@@ -79,7 +80,6 @@ _UNPACK_OPTS = dict(use_list=False, **msgpack_opts)
 _PLAIN_OPTS = msgpack_opts == {"strict_map_key": False, "raw": False}
 _unpackb = msgpack.unpackb
 _OFFLOAD = OFFLOAD_THRESHOLD or 0
-_split = unobserved(serialize_and_split)
 _compress = unobserved(maybe_compress)
 _decompress = unobserved(decompress)
 _merge = unobserved(merge_and_deserialize)
@@ -182,7 +182,7 @@ class _Hook:
                     "recipient": comm.remote_info,
                     **comm.handshake_options,
                 }
-            header, frames = _split(
+            header, frames = split_serialized(
                 obj,
                 serializers=self.serializers,
                 on_error=self.on_error,
