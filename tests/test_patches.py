@@ -316,6 +316,24 @@ async def check_0007():
     return f"meter() returns {type(cm).__name__}; nested metrics {got}"
 
 
+async def check_0008():
+    import pickle as stdlib_pickle
+    from array import array
+    from distributed.protocol import pickle as dask_pickle
+    from distributed.protocol.serialize import dask_dumps
+    calls = []
+    dumps = dask_pickle.dumps
+    dask_pickle.dumps = lambda *a, **k: calls.append(a) or dumps(*a, **k)
+    try:
+        headers = [dask_dumps(array("b", bytes([i])))[0] for i in range(3)]
+    finally:
+        dask_pickle.dumps = dumps
+    expected = stdlib_pickle.dumps(array, protocol=stdlib_pickle.HIGHEST_PROTOCOL)
+    assert all(h["type-serialized"] == expected for h in headers), headers
+    assert len(calls) <= 1, f"the type was pickled {len(calls)} times for 3 objects"
+    return f"type pickled {len(calls)} time(s) for 3 objects, same bytes"
+
+
 async def main():
     for name, fn in sorted(globals().items()):
         if name.startswith("check_"):
