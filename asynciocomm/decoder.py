@@ -302,7 +302,8 @@ class FrameDecoder:
                     if avail >= 24:
                         # Fast path, most of the traffic: a small one-frame
                         # message received whole. Anything else, or anything
-                        # the checks below would refuse, takes the general way.
+                        # the checks below would refuse, takes the general way
+                        # (with its prelude read here already).
                         prefix, nframes, length = _HEAD_ONE.unpack_from(buf, start)
                         if (
                             nframes == 1
@@ -319,7 +320,8 @@ class FrameDecoder:
                     elif avail < 16:
                         self._need = 16
                         return
-                    prefix, nframes = _PRELUDE.unpack_from(buf, start)
+                    else:
+                        prefix, nframes = _PRELUDE.unpack_from(buf, start)
                     self._check_prelude(prefix, nframes)
                     need = _U64 * nframes
                     if self._hold_back(need):
