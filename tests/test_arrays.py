@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import msgpack
 import numpy as np
 import pytest
@@ -28,8 +31,8 @@ def _packed(header_frames: tuple) -> list[bytes]:
     return [head, *(bytes(f) for f in frames)]
 
 
-@pytest.fixture
-def calls(monkeypatch) -> list:
+@contextlib.contextmanager
+def _counting_split() -> Iterator[list]:
     """Counts the calls of distributed's step from the fast path's module."""
     seen: list = []
     step = arrays._split
@@ -38,8 +41,17 @@ def calls(monkeypatch) -> list:
         seen.append(args)
         return step(*args, **kwargs)
 
-    monkeypatch.setattr(arrays, "_split", counting)
-    return seen
+    arrays._split = counting
+    try:
+        yield seen
+    finally:
+        arrays._split = step
+
+
+@pytest.fixture
+def calls() -> Iterator[list]:
+    with _counting_split() as seen:
+        yield seen
 
 
 def _check(obj, calls: list, fast: bool, serializers=None, size: int | None = 2**26) -> None:
@@ -74,13 +86,8 @@ def test_arrays_serialize_to_distributeds_bytes(arr, view: str, size) -> None:
         arr = arr[::2]
     elif view == "broadcast":
         arr = np.broadcast_to(arr, (2, *arr.shape))
-    seen: list = []
-    step = arrays._split
-    arrays._split = lambda *a, **k: seen.append(a) or step(*a, **k)
-    try:
+    with _counting_split() as seen:  # not the fixture: hypothesis runs many examples
         _check(Serialize(arr), seen, fast=True, size=size)
-    finally:
-        arrays._split = step
 
 
 def test_object_arrays_and_large_ones_split_into_shards(calls) -> None:
