@@ -65,7 +65,7 @@ from distributed.protocol.serialize import (
 )
 from distributed.protocol.utils import msgpack_opts
 
-from asynciocomm.arrays import split_serialized
+from asynciocomm.arrays import NOT_FAST, read_array, split_serialized
 from asynciocomm.metering import unobserved
 from asynciocomm.sizing import message_size
 
@@ -272,6 +272,10 @@ def loads(frames: list[Any], deserialize: bool = True, deserializers: Any = None
         def decode(obj: dict[str, Any]) -> Any:
             offset = obj.get("__Serialized__", 0)
             if offset > 0:
+                if deserialize:
+                    array = read_array(frames, offset, deserializers)
+                    if array is not NOT_FAST:
+                        return array
                 sub_header = msgpack.loads(
                     frames[offset], object_hook=msgpack_decode_default, **_UNPACK_OPTS)
                 offset += 1

@@ -1,16 +1,20 @@
-"""The NumPy fast path of serialize_and_split: distributed's bytes, or distributed's step."""
+"""The NumPy fast paths: distributed's bytes and objects, or distributed's steps."""
 
 from __future__ import annotations
 
 import contextlib
+import pickle
+import zlib
 from collections.abc import Iterator
 
 import msgpack
 import numpy as np
 import pytest
+from distributed import protocol
 from distributed.metrics import context_meter
 from distributed.protocol.serialize import (
     Serialize,
+    dask_deserialize,
     dask_serialize,
     msgpack_encode_default,
     serialize_and_split,
@@ -20,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from asynciocomm import arrays
+from asynciocomm import arrays, serialization
 
 CONTEXT = {"sender": {}, "recipient": {}, "compression": None, "pickle-protocol": 5}
 
@@ -32,25 +36,26 @@ def _packed(header_frames: tuple) -> list[bytes]:
 
 
 @contextlib.contextmanager
-def _counting_split() -> Iterator[list]:
-    """Counts the calls of distributed's step from the fast path's module."""
+def _counting(module, name: str) -> Iterator[list]:
+    """Counts the calls of distributed's step ``module.name`` (where the fast
+    path's module finds it)."""
     seen: list = []
-    step = arrays._split
+    step = getattr(module, name)
 
     def counting(*args, **kwargs):
         seen.append(args)
         return step(*args, **kwargs)
 
-    arrays._split = counting
+    setattr(module, name, counting)
     try:
         yield seen
     finally:
-        arrays._split = step
+        setattr(module, name, step)
 
 
 @pytest.fixture
 def calls() -> Iterator[list]:
-    with _counting_split() as seen:
+    with _counting(arrays, "_split") as seen:
         yield seen
 
 
@@ -72,21 +77,30 @@ def _check(obj, calls: list, fast: bool, serializers=None, size: int | None = 2*
 DTYPES = st.sampled_from(["u1", "i8", "<f4", ">f8", "c16", "?", "M8[ns]", "m8[s]",
                           "U3", "S2", [("a", "i4"), ("b", "f8")]])
 
+VIEWS = st.sampled_from(["as-is", "transposed", "stepped", "broadcast", "read-only"])
+
+
+def _viewed(arr: np.ndarray, view: str) -> np.ndarray:
+    if view == "transposed":
+        return arr.T
+    if view == "stepped" and arr.ndim:
+        return arr[::2]
+    if view == "broadcast":
+        return np.broadcast_to(arr, (2, *arr.shape))
+    if view == "read-only":
+        arr.flags.writeable = False
+    return arr
+
 
 @settings(max_examples=150, deadline=None, derandomize=True)
 @given(
     arr=hnp.arrays(DTYPES.map(np.dtype), hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=6)),
-    view=st.sampled_from(["as-is", "transposed", "stepped", "broadcast"]),
+    view=VIEWS,
     size=st.sampled_from([None, 64, 2**26]),
 )
 def test_arrays_serialize_to_distributeds_bytes(arr, view: str, size) -> None:
-    if view == "transposed":
-        arr = arr.T
-    elif view == "stepped" and arr.ndim:
-        arr = arr[::2]
-    elif view == "broadcast":
-        arr = np.broadcast_to(arr, (2, *arr.shape))
-    with _counting_split() as seen:  # not the fixture: hypothesis runs many examples
+    arr = _viewed(arr, view)
+    with _counting(arrays, "_split") as seen:  # not the fixture: hypothesis runs many examples
         _check(Serialize(arr), seen, fast=True, size=size)
 
 
@@ -199,3 +213,223 @@ def test_a_failing_numpy_serializer_leaves_the_error_to_distributed(calls, monke
     header, frames = arrays.split_serialized(
         Serialize(np.arange(10)), serializers=None, on_error="message", context=CONTEXT, size=None)
     assert header["serializer"] == "error" and b"cannot" in bytes(frames[-1])
+
+
+# -- the read side: read_array -------------------------------------------------------
+
+ARRAY_DTYPES = st.sampled_from(["u1", "i8", "<f4", ">f8", "c16", "?", "M8[ns]", "m8[s]",
+                                "U3", "S2"])
+
+
+@pytest.fixture
+def merges() -> Iterator[list]:
+    with _counting(serialization, "_merge") as seen:
+        yield seen
+
+
+def _received(frames: list) -> list[memoryview]:
+    """The frames as the decoder hands them out: writable views of their own."""
+    return [memoryview(bytearray(f)) for f in frames]
+
+
+def _frames_of(arr, frame_split_size=None) -> list[memoryview]:
+    return _received(protocol.dumps({"op": "x", "a": to_serialize(arr)},
+                                    frame_split_size=frame_split_size))
+
+
+def _loads(frames: list, deserializers=None):
+    """Our codec's read of a whole message, and distributed's."""
+    nbytes = sum(f.nbytes for f in frames)
+    ours = serialization.MessageCodec.loads(frames, nbytes, True, deserializers)
+    theirs = protocol.loads(frames, deserialize=True, deserializers=deserializers)
+    return ours, theirs
+
+
+def _same_array(ours, theirs, frames: list, view: bool) -> None:
+    assert type(ours) is type(theirs)
+    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+    assert ours.strides == theirs.strides
+    assert ours.flags.writeable == theirs.flags.writeable
+    assert ours.tobytes() == theirs.tobytes()
+    if view and ours.nbytes:  # a view of the received frame, not a copy
+        assert np.shares_memory(ours, np.frombuffer(frames[-1], dtype="u1"))
+
+
+def _read_check(frames: list, merges: list, fast: bool, deserializers=None) -> None:
+    before = len(merges)
+    ours, theirs = _loads(frames, deserializers)
+    assert len(merges) - before == (0 if fast else 1)
+    if isinstance(theirs["a"], np.ndarray):
+        _same_array(ours["a"], theirs["a"], frames, view=fast)
+    else:
+        assert type(ours["a"]) is type(theirs["a"]) and ours["a"] == theirs["a"]
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(
+    arr=hnp.arrays(ARRAY_DTYPES.map(np.dtype),
+                   hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=6)),
+    view=VIEWS,
+)
+def test_arrays_read_as_distributed_reads_them(arr, view: str) -> None:
+    arr = _viewed(arr, view)
+    with _counting(serialization, "_merge") as seen:  # not the fixture: hypothesis runs many examples
+        _read_check(_frames_of(arr), seen, fast=True)
+        _read_check(_frames_of(arr), seen, fast=True)  # again, its header cached now
+
+
+def test_each_read_gets_an_array_of_its_own_frame(merges) -> None:
+    frames_a, frames_b = _frames_of(np.arange(4)), _frames_of(np.arange(4) * 10)
+    a, b = _loads(frames_a)[0]["a"], _loads(frames_b)[0]["a"]
+    assert list(a) == [0, 1, 2, 3] and list(b) == [0, 10, 20, 30]
+    a[0] = 7  # writable, and only its own
+    assert b[0] == 0 and not np.shares_memory(a, b) and not merges
+
+
+@pytest.mark.parametrize(
+    "arr, split",
+    [
+        (np.array([{"a": 1}, None, "x"], dtype=object), None),  # pickled
+        (np.zeros(3, dtype=[("a", "i4"), ("b", "f8")]), None),  # a pickled dtype
+        (np.zeros(3, dtype="V4"), None),
+        (np.arange(300_000, dtype="u1"), 100_000),  # three shards
+        (np.ma.masked_array([1, 2], mask=[0, 1]), None),  # its own deserializer
+        (np.arange(10).view(np.matrix), None),  # another type
+    ],
+    ids=["object", "structured", "void", "shards", "masked", "subclass"],
+)
+def test_other_arrays_read_through_distributeds_step(arr, split, merges) -> None:
+    frames = _frames_of(arr, frame_split_size=split)
+    before = len(merges)
+    ours, theirs = _loads(frames)
+    assert len(merges) - before >= 1
+    assert type(ours["a"]) is type(theirs["a"])
+    assert ours["a"].dtype == theirs["a"].dtype
+    assert np.asarray(ours["a"]).tolist() == np.asarray(theirs["a"]).tolist()
+
+
+def test_deserializers_with_dask_read_fast_and_others_as_distributed(merges) -> None:
+    frames = _frames_of(np.arange(10))
+    _read_check(frames, merges, fast=True, deserializers=("dask", "pickle"))
+    with pytest.raises(TypeError) as theirs:
+        protocol.loads(frames, deserialize=True, deserializers=("pickle",))
+    with pytest.raises(TypeError) as ours:
+        serialization.MessageCodec.loads(frames, 0, True, ("pickle",))
+    assert str(ours.value) == str(theirs.value) and len(merges) == 1
+
+
+def _with_sub_header(frames: list, **changes) -> list:
+    """The message with its array's sub-header changed (and re-packed)."""
+    header = msgpack.loads(frames[1], use_list=False, strict_map_key=False)
+    header.update(changes)
+    return [frames[0], memoryview(msgpack.dumps(header, use_bin_type=True)), *frames[2:]]
+
+
+def test_compressed_frames_read_through_distributeds_step(merges) -> None:
+    arr = np.random.default_rng(0).integers(0, 255, 1000, dtype="u1")
+    frames = _with_sub_header(_frames_of(arr), compression=("zlib",))
+    frames[-1] = memoryview(zlib.compress(frames[-1]))  # random: larger than the array
+    _read_check(frames, merges, fast=False)
+    assert list(_loads(frames)[0]["a"]) == list(arr)
+
+
+def test_only_one_shard_at_offset_0_reads_fast(merges) -> None:
+    frames = _frames_of(np.arange(100, dtype="u1"))
+    _read_check(frames, merges, fast=True)
+    moved = _with_sub_header(frames, **{"split-offsets": (1,)})
+    serialization.MessageCodec.loads(moved, 0, True, None)  # its content: distributed's say
+    assert len(merges) == 1
+
+
+def test_another_serializer_with_an_arrays_header_reads_as_distributed(merges) -> None:
+    frames = _with_sub_header(_frames_of(np.arange(10)), serializer="pickle")
+    with pytest.raises(Exception) as theirs:
+        protocol.loads(frames, deserialize=True)
+    with pytest.raises(type(theirs.value)):
+        serialization.MessageCodec.loads(frames, 0, True, None)
+    assert len(merges) == 1
+
+
+_unpickled: list = []
+
+
+def _count_and_fail() -> None:
+    _unpickled.append(1)
+    raise RuntimeError("cannot unpickle")
+
+
+class _FailsToUnpickle:
+    def __reduce__(self):
+        return _count_and_fail, ()
+
+
+def test_a_pickled_array_is_unpickled_once_even_when_that_fails(merges) -> None:
+    frames = _with_sub_header(_frames_of(np.arange(3, dtype="u1")), **{"sub-header": {
+        "pickle": True, "dtype": (0, "|u1"), "shape": (3,), "strides": (1,),
+        "writeable": (True,)}})
+    frames[-1] = memoryview(pickle.dumps(_FailsToUnpickle()))
+    _unpickled.clear()
+    with pytest.raises(RuntimeError, match="cannot unpickle"):
+        serialization.MessageCodec.loads(frames, 0, True, None)
+    assert len(_unpickled) == 1 and len(merges) == 1
+
+
+def test_a_marker_in_the_sub_header_leaves_it_to_distributeds_hook(merges) -> None:
+    frames = _with_sub_header(_frames_of(np.arange(5)), note="__not-a-marker__")
+    _read_check(frames, merges, fast=False)
+
+
+def test_a_replaced_ndarray_deserializer_is_honoured(merges) -> None:
+    frames = _frames_of(np.arange(10))
+    _read_check(frames, merges, fast=True)  # armed, and the header cached
+    lookup = dask_deserialize._lookup
+    original = lookup[np.ndarray]
+    lookup[np.ndarray] = lambda header, frames: "replaced"
+    try:
+        ours, theirs = _loads(frames)
+    finally:
+        lookup[np.ndarray] = original
+    assert ours["a"] == theirs["a"] == "replaced" and len(merges) == 1
+
+
+def test_a_replaced_dask_family_is_honoured_on_read(merges, monkeypatch) -> None:
+    import sys
+
+    ser = sys.modules["distributed.protocol.serialize"]
+    frames = _frames_of(np.arange(10))
+    _read_check(frames, merges, fast=True)
+    dumps, loads, wants = ser.families["dask"]
+    monkeypatch.setitem(ser.families, "dask", (dumps, lambda h, f: "family", wants))
+    ours, theirs = _loads(frames)
+    assert ours["a"] == theirs["a"] == "family" and len(merges) == 1
+
+
+def test_a_listening_meter_gets_distributeds_read_metrics(merges) -> None:
+    frames = _frames_of(np.arange(10))
+    _read_check(frames, merges, fast=True)
+    got: list = []
+    with context_meter.add_callback(lambda label, value, unit: got.append(label)):
+        serialization.MessageCodec.loads(frames, 0, True, None)
+    assert len(merges) == 1 and "deserialize" in got and "decompress" in got
+
+
+def test_a_failing_read_raises_and_logs_as_distributed_does(merges, caplog) -> None:
+    frames = _frames_of(np.arange(10))
+    _read_check(frames, merges, fast=True)
+    frames = _with_sub_header(frames, **{"sub-header": {
+        "dtype": (0, "<i8"), "shape": (999,), "strides": (8,), "writeable": (True,)}})
+    with pytest.raises(ValueError) as theirs:  # the buffer is too small for the shape
+        protocol.loads(frames, deserialize=True)
+    caplog.clear()
+    with pytest.raises(ValueError) as ours:
+        serialization.MessageCodec.loads(frames, 0, True, None)
+    assert str(ours.value) == str(theirs.value) and len(merges) == 1
+    assert ("distributed.protocol.core", "CRITICAL", "Failed to deserialize") in [
+        (r.name, r.levelname, r.getMessage()) for r in caplog.records]
+
+
+def test_the_header_cache_is_bounded(merges) -> None:
+    arrays._read_cache.clear()
+    for n in range(arrays.READ_CACHE_ENTRIES + 5):
+        _read_check(_frames_of(np.zeros(n, dtype="u1")), merges, fast=True)
+    assert 0 < len(arrays._read_cache) <= arrays.READ_CACHE_ENTRIES
