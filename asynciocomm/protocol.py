@@ -33,10 +33,12 @@ from asynciocomm.pool import shared_pool
 from asynciocomm.sockopts import configure_socket
 from asynciocomm.writer import (
     JOIN_THEN_WRITE,
+    NO_WRITE_THROUGH_MIN,
     BatchWriter,
     chunk_large_writes,
     copies_large_writes,
     write_mode,
+    write_through_min,
 )
 
 logger = logging.getLogger(__name__)
@@ -93,6 +95,7 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
         self._batch_nbytes = 0
         self._flush_handle: asyncio.Handle | None = None
         self._write_mode = JOIN_THEN_WRITE
+        self._write_through_min = NO_WRITE_THROUGH_MIN
         self._chunk_large = False
         self._chunk_until_empty = False
         self._large_writer: asyncio.Future[None] | None = None
@@ -114,6 +117,7 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
         transport.set_write_buffer_limits(high=s.write_high_water, low=s.write_low_water)
         configure_socket(transport.get_extra_info("socket"), s.tcp_timeout)
         self._write_mode = write_mode(transport)
+        self._write_through_min = write_through_min(transport)
         self._chunk_large = chunk_large_writes(transport)
         self._chunk_until_empty = copies_large_writes(transport)
         if self._on_connect is not None:

@@ -10,7 +10,9 @@ Strategy:
   writev on uvloop; one ``writelines`` over TLS, small buffers joined, so the
   batch is encrypted into one ciphertext send; one ``write`` per run of small
   buffers and per large frame on asyncio's socket transport. Large frames stay
-  references. A writer waits for a drain while the transport is above its
+  references. Over TLS, a message of 32 KiB or more always goes at once when
+  nothing is batched: batching it would only encrypt a whole batch into one
+  buffer. A writer waits for a drain while the transport is above its
   high-water mark.
 * **Large frames on the plain asyncio loop, and over TLS.** Python < 3.12's
   socket transport copies whatever the kernel does not take at once into a
@@ -26,6 +28,7 @@ Strategy:
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +45,20 @@ LARGE_WRITE_CHUNK = 4 * 1024 * 1024
 #: Messages from this size up take that path on such transports. Below it, a
 #: copy of the unsent tail costs less than waiting for the buffer to empty.
 LARGE_WRITE_MIN = 256 * 1024
+#: Over TLS, messages from this size up are handed to the transport as they are
+#: written, never batched (see BatchWriter.send). Their large frame becomes TLS
+#: records of its own either way; batching them only makes the transport
+#: encrypt up to the high-water mark into one ciphertext buffer, and its copies
+#: then run out of the CPU's caches. Measured, one-way, 3-4 pairs: 64 KiB
+#: messages 1.30-1.42 -> 1.52-1.62 GiB/s on the asyncio loop, 1.38-1.46 ->
+#: 1.48-1.64 on uvloop; 32 KiB 1.09-1.13 -> 1.17-1.24 (asyncio loop); but
+#: 16 KiB 0.78-0.80 -> 0.71-0.75 (the receiver then gets many small reads),
+#: hence 32 KiB.
+TLS_WRITE_THROUGH_MIN = 32 * 1024
+#: The same bound for transports that gain from batching large messages too:
+#: asyncio's TCP transport (64 KiB: 2.46-2.57 GiB/s batched, 1.94-2.13 not),
+#: and uvloop's, which sends a batch with one writev.
+NO_WRITE_THROUGH_MIN = sys.maxsize
 
 
 def keeps_references(transport: asyncio.BaseTransport) -> bool:
@@ -102,6 +119,11 @@ def _is_tls(transport: asyncio.BaseTransport) -> bool:
     return transport.get_extra_info("sslcontext") is not None
 
 
+def write_through_min(transport: asyncio.BaseTransport) -> int:
+    """Messages from this size up are never batched on this transport."""
+    return TLS_WRITE_THROUGH_MIN if _is_tls(transport) else NO_WRITE_THROUGH_MIN
+
+
 def copies_large_writes(transport: asyncio.BaseTransport) -> bool:
     """asyncio's own socket transport copies a partial send's remainder, and
     before Python 3.12 shifts that copy on every send."""
@@ -137,6 +159,7 @@ class BatchWriter:
     _flush_handle: asyncio.Handle | None
     _wrote_through: bool
     _write_mode: int
+    _write_through_min: int
     _chunk_large: bool
     _chunk_until_empty: bool
     _large_writer: asyncio.Future[None] | None
@@ -176,7 +199,11 @@ class BatchWriter:
             raise self.closed_error()
         if self._large_writer is not None or (self._chunk_large and nbytes >= LARGE_WRITE_MIN):
             return self._send_slow(buffers, nbytes)
-        if not self._wrote_through and self._flush_handle is None and not self._write_paused:
+        if (
+            self._flush_handle is None
+            and not self._write_paused
+            and (not self._wrote_through or nbytes >= self._write_through_min)
+        ):
             # Write-through: nothing is waiting to go, so this message leaves
             # now instead of one loop iteration later. Only the first one: the
             # writes after it batch up as usual until a flush callback has run
@@ -184,6 +211,7 @@ class BatchWriter:
             # write loop still makes one syscall per batch, not one per message.
             # A writer that never reads and writes once per iteration thus
             # alternates: one write through, the next flushed an iteration later.
+            # Over TLS, a large message always goes now (TLS_WRITE_THROUGH_MIN).
             self._wrote_through = True
             self._write_out(transport, buffers)
             return self._drain() if self._write_paused else None

@@ -116,6 +116,39 @@ async def test_a_burst_of_data_messages_in_the_fewest_transport_calls(
             await comm.close()
 
 
+@pytest.mark.parametrize("size", [16 * 1024, 32 * 1024, 64 * 1024])
+async def test_large_messages_over_tls_are_never_batched(variant, certs, size) -> None:
+    """A burst of data messages and nothing else: over TLS each one from
+    TLS_WRITE_THROUGH_MIN (32 KiB) up reaches the transport before its write()
+    returns (batching them would only encrypt a whole batch into one buffer);
+    smaller ones, and every one on plain TCP, batch as usual. All arrive intact,
+    in order."""
+    from distributed.protocol.serialize import to_serialize
+
+    from asynciocomm.writer import TLS_WRITE_THROUGH_MIN
+
+    n = 8
+    payloads = [bytes([i]) * size for i in range(n)]
+    async with serve(variant, certs) as listener:
+        comm = await connect_to(variant, certs, listener.contact_address, timeout=WAIT)
+        spy = comm._protocol.transport = WriteSpy(comm._protocol.transport)
+        try:
+            calls_after = []
+            for i in range(n):
+                await comm.write({"i": i, "p": to_serialize(payloads[i])})
+                calls_after.append(len(spy.calls))
+            got = [await asyncio.wait_for(comm.read(), WAIT) for _ in range(n)]
+            assert [(m["i"], bytes(m["p"])) for m in got] == list(enumerate(payloads))
+            assert calls_after[0] > 0  # the first one went through
+            if variant.tls and size >= TLS_WRITE_THROUGH_MIN:
+                assert calls_after == [calls_after[0] * (i + 1) for i in range(n)]
+            else:
+                assert calls_after == [calls_after[0]] * n  # the rest were batched
+        finally:
+            comm._protocol.transport = spy._real
+            await comm.close()
+
+
 async def test_write_on_a_transport_closed_underneath_is_a_comm_error(
     variant, certs
 ) -> None:
