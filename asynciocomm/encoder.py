@@ -55,18 +55,26 @@ def shared_prefix_nbytes(frames: Sequence[Buffer], lengths: Sequence[int]) -> in
     return nosplit
 
 
+#: Header layouts by frame count, for the counts below _STRUCTS_MAX: building
+#: the format and finding it in struct's cache cost as much as packing.
+_STRUCTS: dict[int, struct.Struct] = {}
+_STRUCTS_MAX = 64
+
+
+def _header_struct(n: int) -> struct.Struct:
+    layout = _STRUCTS.get(n)
+    if layout is None:
+        layout = struct.Struct(f"<QQ{n}Q")
+        if n < _STRUCTS_MAX:
+            _STRUCTS[n] = layout
+    return layout
+
+
 def encode_header(frames: Sequence[Buffer], lengths: Sequence[int]) -> bytes:
     """The prefix, frame count and lengths of a message."""
     n = len(lengths)
     prefix = _U64 + _U64 * n + shared_prefix_nbytes(frames, lengths)
-    return struct.pack(f"<QQ{n}Q", prefix, n, *lengths)
-
-
-def frame_nbytes(frame: Buffer) -> int:
-    """Size in bytes of any buffer."""
-    if type(frame) is bytes:
-        return len(frame)
-    return memoryview(frame).nbytes
+    return _header_struct(n).pack(prefix, n, *lengths)
 
 
 def encode_single(frame: bytes, coalesce: int) -> tuple[list[Buffer], int]:
@@ -87,9 +95,20 @@ def encode_frames(frames: Sequence[Buffer], coalesce: int) -> tuple[list[Buffer]
     larger frames are returned as 1-D byte views of the caller's memory (never
     mutate a frame after writing it), split below C int max.
     """
-    lengths = [frame_nbytes(f) for f in frames]
-    header = encode_header(frames, lengths)
-    total = len(header) + sum(lengths)
+    lengths: list[int] = []
+    only_bytes = True
+    for f in frames:
+        if type(f) is bytes:
+            lengths.append(len(f))
+        else:
+            only_bytes = False
+            lengths.append((f if type(f) is memoryview else memoryview(f)).nbytes)
+    n = len(lengths)
+    payload = sum(lengths)
+    # Frames that are all bytes are all shared (shared_prefix_nbytes' rule).
+    shared = payload if only_bytes else shared_prefix_nbytes(frames, lengths)
+    header = _header_struct(n).pack(_U64 + _U64 * n + shared, n, *lengths)
+    total = len(header) + payload
     if total < coalesce or max(lengths) < coalesce:
         return [b"".join([header, *frames])], total
     out: list[Buffer] = []

@@ -23,6 +23,7 @@ class Build:
         self.FrameDecoder = decoder_module.FrameDecoder
         self.encode_frames = encoder_module.encode_frames
         self.encode_single = encoder_module.encode_single
+        self.encoder = encoder_module
 
 
 PURE = Build(decoder, encoder)
@@ -47,8 +48,8 @@ MESSAGES = [
 ]
 
 
-def wire(frames: list, impl: Build = PURE) -> bytes:
-    buffers, total = impl.encode_frames(frames, coalesce=16)
+def wire(frames: list, impl: Build = PURE, coalesce: int = 16) -> bytes:
+    buffers, total = impl.encode_frames(frames, coalesce=coalesce)
     data = b"".join(bytes(memoryview(b).cast("B")) for b in buffers)
     assert len(data) == total
     return data

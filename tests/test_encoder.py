@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from asynciocomm import encoder, speedups
 from asynciocomm.encoder import encode_header
@@ -15,6 +17,38 @@ pytestmark = pytest.mark.parametrize("impl", BUILDS)
 @pytest.mark.parametrize("frames", MESSAGES)
 def test_bytes_identical_to_stock_writer(frames: list, impl) -> None:
     assert wire(frames, impl) == stock_wire(frames)
+
+
+_FRAME = st.tuples(st.sampled_from(["bytes", "bytearray", "memoryview", "numpy"]),
+                   st.integers(0, 3000))
+
+
+def _frame(kind: str, size: int):
+    data = bytes(i % 251 for i in range(size))
+    if kind == "bytes":
+        return data
+    if kind == "bytearray":
+        return bytearray(data)
+    if kind == "memoryview":
+        return memoryview(bytearray(data))
+    return memoryview(np.frombuffer(data, dtype="u1").copy())
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(spec=st.lists(_FRAME, min_size=1, max_size=80), coalesce=st.sampled_from([16, 1024, 16384]))
+def test_any_frames_encode_to_the_stock_writers_bytes(spec: list, coalesce: int, impl) -> None:
+    """Any mix of frame types and sizes, up to 80 frames (past the cached header
+    layouts), every coalescing bound: the stock writer's bytes."""
+    frames = [_frame(kind, size) for kind, size in spec]
+    assert wire(frames, impl, coalesce) == stock_wire(frames)
+
+
+def test_the_header_layouts_kept_are_bounded(impl) -> None:
+    bound = impl.encoder._STRUCTS_MAX
+    for n in range(1, 3 * bound):
+        frames = [b"f"] * n
+        assert wire(frames, impl) == stock_wire(frames)
+    assert 0 < len(impl.encoder._STRUCTS) < bound
 
 
 def test_encode_passes_large_frames_by_reference_as_bytes_views(impl) -> None:
