@@ -77,9 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
                             help="wide tasks of the profiled workload")
             sp.add_argument("--no-native", action="store_true",
                             help="no native stacks (faster, but GC is invisible)")
+    from bench.calls import add_parser as add_calls_parser
     from bench.reliability import add_parser as add_reliability_parser
 
     add_reliability_parser(sub)
+    add_calls_parser(sub)
     return p
 
 
@@ -110,6 +112,10 @@ def run(args: argparse.Namespace) -> Path:
         from bench import reliability
 
         return reliability.run(args)
+    if args.cmd == "calls":
+        from bench import calls
+
+        return calls.run(args)
     if args.cmd == "report":
         doc = results.load(args.results)
         out = args.out or (args.results if args.results.is_dir() else args.results.parent)
@@ -180,7 +186,7 @@ def _print_summary(md: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Console entry point; returns the exit status."""
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] not in SUBCOMMANDS + ("reliability", "-h", "--help"):
+    if not argv or argv[0] not in SUBCOMMANDS + ("reliability", "calls", "-h", "--help"):
         argv = ["quick", *argv]
     args = build_parser().parse_args(argv)
     try:
