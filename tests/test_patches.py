@@ -334,6 +334,25 @@ async def check_0008():
     return f"type pickled {len(calls)} time(s) for 3 objects, same bytes"
 
 
+async def check_0009():
+    import logging
+
+    import msgpack
+    from distributed.protocol import dumps, loads, to_serialize
+
+    frames = [bytearray(f) for f in dumps({"x": to_serialize(b"0123456789" * 10)})]
+    header = msgpack.loads(frames[1], use_list=False, strict_map_key=False)
+    header["split-offsets"] = (1,)  # past the one frame there is
+    frames[1] = bytearray(msgpack.dumps(header, use_bin_type=True))
+    logging.getLogger("distributed.protocol.core").disabled = True  # its traceback
+    try:
+        got = loads([memoryview(f) for f in frames])
+    except ValueError as e:
+        assert "Malformed header" in str(e), e
+        return f"refused: {e}"
+    raise AssertionError(f"a split table past the frames was read: {got!r}")
+
+
 async def main():
     for name, fn in sorted(globals().items()):
         if name.startswith("check_"):
