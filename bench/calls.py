@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import json
 import sys
+import tempfile
 import threading
 from collections import Counter
 from pathlib import Path
@@ -24,6 +25,8 @@ from types import FrameType
 from typing import Any
 
 from bench.loops import run_on_loop
+from bench.options import BenchError, check_loops, check_schemes, is_tls
+from bench.tlsfiles import make_tls_files
 
 PING = {"op": "ping", "p": b"x" * 64}
 WARMUP = 200
@@ -40,7 +43,19 @@ def _profile(counts: Counter[str]) -> Any:
 
 
 def count_calls(scheme: str, loop: str, n: int = 2000, timeout: float = 60.0) -> dict[str, float]:
-    """Python and C calls per round trip in a ``scheme`` listener on ``loop``."""
+    """Python and C calls per round trip in a ``scheme`` listener on ``loop``
+    (TLS schemes with a throwaway certificate)."""
+    if is_tls(scheme):
+        with tempfile.TemporaryDirectory(prefix="asynciocomm-calls-tls-") as tmp:
+            security = make_tls_files(tmp).security()
+            return _count(scheme, loop, n, timeout,
+                          security.get_listen_args("scheduler"),
+                          security.get_connection_args("client"))
+    return _count(scheme, loop, n, timeout, {}, {})
+
+
+def _count(scheme: str, loop: str, n: int, timeout: float, listen_args: dict[str, Any],
+           connect_args: dict[str, Any]) -> dict[str, float]:
     counts: Counter[str] = Counter()
     ready = threading.Event()
     found: dict[str, Any] = {}
@@ -66,7 +81,7 @@ def count_calls(scheme: str, loop: str, n: int = 2000, timeout: float = 60.0) ->
                 await comm.close()
                 done.set()
 
-        listener = listen(f"{scheme}://127.0.0.1:0", handle, deserialize=True)
+        listener = listen(f"{scheme}://127.0.0.1:0", handle, deserialize=True, **listen_args)
         await listener.start()
         found["address"] = listener.contact_address
         ready.set()
@@ -85,12 +100,12 @@ def count_calls(scheme: str, loop: str, n: int = 2000, timeout: float = 60.0) ->
     thread = threading.Thread(target=server_thread, name="calls-listener", daemon=True)
     thread.start()
     if not ready.wait(timeout) or "error" in found:
-        raise RuntimeError(f"{scheme}@{loop} listener did not start: {found.get('error')}")
+        raise BenchError(f"calls: {scheme}@{loop} listener did not start: {found.get('error')}")
 
     async def client() -> None:
         from distributed.comm import connect
 
-        comm = await connect(found["address"], timeout=timeout)
+        comm = await connect(found["address"], timeout=timeout, **connect_args)
         try:
             for _ in range(WARMUP):
                 await comm.write(PING)
@@ -108,14 +123,12 @@ def count_calls(scheme: str, loop: str, n: int = 2000, timeout: float = 60.0) ->
     run_on_loop(client, loop)
     thread.join(timeout)
     if "error" in found:
-        raise RuntimeError(f"{scheme}@{loop} listener failed: {found['error']}")
+        raise BenchError(f"calls: {scheme}@{loop} listener failed: {found['error']}")
     return {"py": counts["py"] / (n + 1), "c": counts["c"] / (n + 1)}
 
 
 def run(args: argparse.Namespace) -> Path:
     """The ``calls`` subcommand: a table, and ``calls.json`` under ``--out``."""
-    from bench.options import check_loops, check_schemes
-
     rows = []
     for scheme in check_schemes(args.schemes.split(",")):
         for loop in check_loops(args.loops.split(",")):
@@ -135,7 +148,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``calls`` on an argparse subparsers object."""
     p = subparsers.add_parser("calls", help="Python function calls per round trip, server side",
                               description=__doc__.split("\n\n")[0])
-    p.add_argument("--schemes", default="tcp,asyncio", help="comma-separated schemes")
+    p.add_argument("--schemes", default="tcp,asyncio",
+                   help="comma-separated schemes (tcp, tls, asyncio, asyncio+tls, ...)")
     p.add_argument("--loops", default="asyncio,uvloop", help="asyncio, uvloop")
     p.add_argument("-n", type=int, default=2000, help="round trips counted")
     p.add_argument("--out", type=Path, default=None, help="where calls.json goes")

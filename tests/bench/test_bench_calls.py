@@ -19,6 +19,12 @@ def test_the_asyncio_comm_makes_a_fraction_of_tcps_python_calls(loop: str) -> No
     assert ours["c"] > 0 and stock["c"] > 0
 
 
+def test_tls_schemes_are_counted_over_tls() -> None:
+    ours = count_calls("asyncio+tls", "asyncio", n=100)
+    stock = count_calls("tls", "asyncio", n=100)
+    assert 0 < ours["py"] < stock["py"]
+
+
 def test_the_subcommand_writes_its_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc = cli.main(["calls", "--schemes", "asyncio", "--loops", "asyncio", "-n", "50",
                    "--out", str(tmp_path)])
