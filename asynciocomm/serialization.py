@@ -272,12 +272,14 @@ def loads(frames: list[Any], deserialize: bool = True, deserializers: Any = None
         def decode(obj: dict[str, Any]) -> Any:
             offset = obj.get("__Serialized__", 0)
             if offset > 0:
+                sub_header = None
                 if deserialize:
-                    array = read_array(frames, offset, deserializers)
+                    array, sub_header = read_array(frames, offset, deserializers)
                     if array is not NOT_FAST:
                         return array
-                sub_header = msgpack.loads(
-                    frames[offset], object_hook=msgpack_decode_default, **_UNPACK_OPTS)
+                if sub_header is None:
+                    sub_header = msgpack.loads(
+                        frames[offset], object_hook=msgpack_decode_default, **_UNPACK_OPTS)
                 offset += 1
                 sub_frames = frames[offset : offset + sub_header["num-sub-frames"]]
                 if deserialize:

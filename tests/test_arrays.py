@@ -433,3 +433,19 @@ def test_the_header_cache_is_bounded(merges) -> None:
     for n in range(arrays.READ_CACHE_ENTRIES + 5):
         _read_check(_frames_of(np.zeros(n, dtype="u1")), merges, fast=True)
     assert 0 < len(arrays._read_cache) <= arrays.READ_CACHE_ENTRIES
+
+
+def test_a_header_unpacked_for_nothing_is_handed_on(merges) -> None:
+    """An array's header that does not qualify is unpacked once: read_array
+    hands it over, equal to what distributed's decode hook makes of it."""
+    from distributed.protocol.serialize import msgpack_decode_default
+
+    frames = _frames_of(np.array([None, 1], dtype=object))
+    expected = msgpack.loads(frames[1], object_hook=msgpack_decode_default,
+                             use_list=False, strict_map_key=False)
+    got, header = arrays.read_array(frames, 1, None)
+    assert got is arrays.NOT_FAST and header == expected
+    got, header = arrays.read_array(_frames_of(np.arange(3)), 1, None)
+    assert header is None and list(got) == [0, 1, 2]
+    marked = _with_sub_header(_frames_of(np.arange(3)), note="__x__")
+    assert arrays.read_array(marked, 1, None) == (arrays.NOT_FAST, None)
