@@ -17,6 +17,8 @@ import struct
 from collections.abc import Sequence
 from typing import Union
 
+import cython
+
 from asynciocomm.config import C_INT_MAX
 
 Buffer = Union[bytes, bytearray, memoryview]
@@ -70,11 +72,16 @@ def _header_struct(n: int) -> struct.Struct:
     return layout
 
 
-def encode_header(frames: Sequence[Buffer], lengths: Sequence[int]) -> bytes:
-    """The prefix, frame count and lengths of a message."""
+@cython.ccall  # a C call from encode_frames in the compiled twin
+def encode_header(
+    frames: Sequence[Buffer], lengths: Sequence[int], shared: int = -1
+) -> bytes:
+    """The prefix, frame count and lengths of a message. ``shared`` is
+    :func:`shared_prefix_nbytes` when the caller knows it already."""
     n = len(lengths)
-    prefix = _U64 + _U64 * n + shared_prefix_nbytes(frames, lengths)
-    return _header_struct(n).pack(prefix, n, *lengths)
+    if shared < 0:
+        shared = shared_prefix_nbytes(frames, lengths)
+    return _header_struct(n).pack(_U64 + _U64 * n + shared, n, *lengths)
 
 
 def encode_single(frame: bytes, coalesce: int) -> tuple[list[Buffer], int]:
@@ -103,11 +110,9 @@ def encode_frames(frames: Sequence[Buffer], coalesce: int) -> tuple[list[Buffer]
         else:
             only_bytes = False
             lengths.append((f if type(f) is memoryview else memoryview(f)).nbytes)
-    n = len(lengths)
     payload = sum(lengths)
     # Frames that are all bytes are all shared (shared_prefix_nbytes' rule).
-    shared = payload if only_bytes else shared_prefix_nbytes(frames, lengths)
-    header = _header_struct(n).pack(_U64 + _U64 * n + shared, n, *lengths)
+    header = encode_header(frames, lengths, payload if only_bytes else -1)
     total = len(header) + payload
     if total < coalesce or max(lengths) < coalesce:
         return [b"".join([header, *frames])], total
