@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import inspect
-
 import pytest
 
 from tests import conformance
 
-CHECKS = [
-    pytest.param(fn, id=name.removeprefix("check_"))
-    for name, fn in inspect.getmembers(conformance, inspect.iscoroutinefunction)
-    if name.startswith("check_")
-]
+CHECKS = [pytest.param(fn, id=name.removeprefix("check_")) for name, fn in conformance.checks()]
 
 
 @pytest.mark.parametrize("check", CHECKS)

@@ -1,10 +1,4 @@
-"""Reusable conformance checks: what any distributed comm must do.
-
-Each ``check_*`` coroutine takes a :class:`tests.variants.Variant` and the test
-PKI, and runs against real sockets on loopback. ``tests/test_conformance.py`` runs
-all of them against every variant, the stock Tornado comms included, so a check
-that the stock comm fails is a check of the wrong thing.
-"""
+"""Conformance checks of messages, ends and basic comm semantics."""
 
 from __future__ import annotations
 
