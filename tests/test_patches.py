@@ -172,13 +172,13 @@ TREE = sys.argv[1]
 results = {"__file__": distributed.__file__}
 
 
-async def comm_pair():
+async def comm_pair(addr="tcp://127.0.0.1"):
     q = asyncio.Queue()
 
     async def handle_comm(comm):
         await q.put(comm)
 
-    async with listen("tcp://127.0.0.1", handle_comm) as listener:
+    async with listen(addr, handle_comm) as listener:
         comm = await connect(listener.contact_address)
         serv = await q.get()
     return comm, serv
@@ -351,6 +351,29 @@ async def check_0009():
         assert "Malformed header" in str(e), e
         return f"refused: {e}"
     raise AssertionError(f"a split table past the frames was read: {got!r}")
+
+
+async def check_0010():
+    from distributed.batched import BatchedSend
+    from distributed.utils_test import freeze_batched_send
+
+    got = []
+    for addr in ("inproc://", "asyncio://127.0.0.1"):  # distributed's, asynciocomm's
+        comm, serv = await comm_pair(addr)
+        b = BatchedSend(interval=0)
+        b.start(comm)
+        try:
+            with freeze_batched_send(b) as locked:
+                b.send("held")
+                _, msg = await asyncio.wait_for(locked.write_queue.get(), 10)
+                assert list(msg) == ["held"], msg
+            assert list(await asyncio.wait_for(serv.read(), 10)) == ["held"]
+            assert b.comm is comm
+        finally:
+            b.abort()
+            serv.abort()
+        got.append(f"{type(comm).__name__}: batch queued while frozen, delivered after")
+    return "; ".join(got)
 
 
 async def main():
