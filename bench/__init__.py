@@ -1,8 +1,14 @@
 """asynciocomm-bench: A/B benchmarks of distributed comm backends.
 
-Subcommands (see ``bench.cli``): ``comm`` (comm level, with physical-limit
-references), ``cluster`` (scheduler-bound clusters), ``profile`` (py-spy on
-the scheduler), ``report`` (re-render saved results) and ``quick`` (default).
+One subpackage per suite, each importing what they share from ``bench.common``:
+
+- ``bench.comm``: comm level, with physical-limit references (``comm``, ``calls``);
+- ``bench.cluster``: scheduler-bound workloads on local clusters (``cluster``);
+- ``bench.profile``: py-spy on the scheduler (``profile``);
+- ``bench.reliability``: the long reliability runs (``reliability``);
+- ``bench.report``: the markdown report and plots of a result document (``report``).
+
+``bench.cli`` is the command line; ``quick`` (the default) and ``all`` combine suites.
 """
 
 SCHEMA = "asynciocomm-bench/1"

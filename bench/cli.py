@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.options import (CLUSTER_BOUNDS, COMM_BOUNDS, BenchError,
-                           available_default_schemes, check_loops, check_schemes)
+from bench.common.options import (CLUSTER_BOUNDS, COMM_BOUNDS, BenchError,
+                                  available_default_schemes, check_loops, check_schemes)
 
 SUBCOMMANDS = ("comm", "cluster", "profile", "report", "quick", "all")
 #: ``all`` starts no cluster repetition that would end after this (seconds),
@@ -77,8 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
                             help="wide tasks of the profiled workload")
             sp.add_argument("--no-native", action="store_true",
                             help="no native stacks (faster, but GC is invisible)")
-    from bench.calls import add_parser as add_calls_parser
-    from bench.reliability import add_parser as add_reliability_parser
+    from bench.comm.calls import add_parser as add_calls_parser
+    from bench.reliability.suite import add_parser as add_reliability_parser
 
     add_reliability_parser(sub)
     add_calls_parser(sub)
@@ -106,14 +106,15 @@ def _replace(bounds: Any, **kw: Any) -> Any:
 
 def run(args: argparse.Namespace) -> Path:
     """Run a subcommand; returns the output directory."""
-    from bench import environment, plots, report, results
+    from bench.common import environment, results
+    from bench.report import markdown, plots
 
     if args.cmd == "reliability":
-        from bench import reliability
+        from bench.reliability import suite as reliability
 
         return reliability.run(args)
     if args.cmd == "calls":
-        from bench import calls
+        from bench.comm import calls
 
         return calls.run(args)
     if args.cmd == "report":
@@ -121,7 +122,7 @@ def run(args: argparse.Namespace) -> Path:
         out = args.out or (args.results if args.results.is_dir() else args.results.parent)
         out.mkdir(parents=True, exist_ok=True)
         pl = {} if args.no_plots else plots.render_all(doc, out)
-        (out / args.name).write_text(report.render(doc, pl))
+        (out / args.name).write_text(markdown.render(doc, pl))
         print(f"wrote {out / args.name}")
         return out
     schemes, loops = _defaults(args)
@@ -139,12 +140,12 @@ def run(args: argparse.Namespace) -> Path:
     started = time.monotonic()
     with environment.LoadSampler() as load:
         if args.cmd in ("comm", "quick", "all"):
-            from bench.comm_suite import run_comm
+            from bench.comm.suite import run_comm
 
             doc["comm"] = run_comm(schemes, loops, comm_b, refs=not args.no_refs,
                                    quiet=args.quiet)
         if args.cmd in ("cluster", "quick", "all"):
-            from bench.cluster_suite import run_cluster
+            from bench.cluster.suite import run_cluster
 
             if args.cmd == "all":
                 left = ALL_DEADLINE_S - (time.monotonic() - started) - PROFILE_RESERVE_S
@@ -153,7 +154,7 @@ def run(args: argparse.Namespace) -> Path:
                           s in ("tcp", "asyncio")] or schemes
             doc["cluster"] = run_cluster(cl_schemes, loops, clus_b, gcs, quiet=args.quiet)
         if args.cmd in ("profile", "all"):
-            from bench.profile_suite import run_profile
+            from bench.profile.suite import run_profile
 
             tasks = args.tasks or {"full": 30000, "quick": 5000, "smoke": 300}[size]
             pr_schemes = [s for s in schemes if args.cmd == "profile" or
@@ -165,7 +166,7 @@ def run(args: argparse.Namespace) -> Path:
     doc["environment"]["load"] = load.summary()
     results.save(doc, out)
     pl = {} if args.no_plots else plots.render_all(doc, out)
-    md = report.render(doc, pl)
+    md = markdown.render(doc, pl)
     (out / "report.md").write_text(md)
     if not args.quiet:
         _print_summary(md)

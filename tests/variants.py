@@ -19,7 +19,7 @@ from distributed.comm.core import Comm
 
 import asynciocomm
 from tests.certs import Certs
-from bench.relconn import echo  # noqa: F401  (shared echo handler)
+from bench.reliability.conn import echo  # noqa: F401  (shared echo handler)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ def speedscope_file() -> Path:
 
 def _section(configs: list[str], values: dict[str, list[float]],
              higher: bool = True) -> dict[str, Any]:
-    from bench.stats import summarize
+    from bench.common.stats import summarize
 
     metrics = {"m": {"title": "a metric", "unit": "op/s", "higher_is_better": higher}}
     samples = [{"rep": rep, "config": cfg, "metric": "m", "value": v}
@@ -40,7 +40,7 @@ def _section(configs: list[str], values: dict[str, list[float]],
 @pytest.fixture
 def tiny_doc() -> dict[str, Any]:
     """A small, valid result document with comm, cluster and profile sections."""
-    from bench.results import new_document
+    from bench.common.results import new_document
 
     doc = new_document("smoke", ["comm", "--size", "smoke"])
     doc["comm"] = _section(["tcp@asyncio", "asyncio@uvloop"],

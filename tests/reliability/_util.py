@@ -1,5 +1,5 @@
 """Helpers of the reliability suite (the scenarios themselves live in
-``bench/relconn.py``, ``relhostile.py``, ``relsoak.py`` and ``relprocs.py`` and are
+``bench/reliability/conn.py``, ``hostile.py``, ``soak.py`` and ``procs.py`` and are
 shared with ``asynciocomm-bench reliability``)."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from bench.relconn import TLSSpec
-from bench.relprocs import fd_count
+from bench.reliability.conn import TLSSpec
+from bench.reliability.procs import fd_count
 from tests.certs import Certs
 from tests.variants import VARIANTS, Variant
 

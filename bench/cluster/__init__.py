@@ -1,0 +1,1 @@
+"""``cluster``: scheduler-bound workloads on real local clusters, A/B."""

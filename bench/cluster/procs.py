@@ -1,0 +1,130 @@
+"""A local cluster of ``dask scheduler`` / ``dask worker`` subprocesses.
+
+Settings reach the subprocesses through a temporary dask config directory
+(``DASK_CONFIG``): the event loop, ``worker-saturation: inf`` and, for TLS
+schemes, the throwaway certificates. Every process is stopped by PID.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench.common.tlsfiles import TLSFiles
+
+
+def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def dask_config(loop: str, tls: TLSFiles | None) -> dict[str, Any]:
+    """The dask config every process of the cluster gets."""
+    cfg: dict[str, Any] = {
+        "distributed": {
+            "admin": {"event-loop": loop},
+            "scheduler": {"worker-saturation": float("inf")},
+        },
+        "logging": {"distributed": "error"},
+    }
+    if tls is not None:
+        cfg = _merge(cfg, tls.dask_config())
+    return cfg
+
+
+class LocalCluster:
+    """Scheduler + workers as subprocesses on ``scheme`` with ``loop``."""
+
+    def __init__(self, scheme: str, loop: str, workers: int, threads: int,
+                 workdir: str | Path, tls: TLSFiles | None = None,
+                 start_timeout: float = 60.0) -> None:
+        self.scheme, self.loop = scheme, loop
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        confdir = self.workdir / "dask-config"
+        confdir.mkdir(exist_ok=True)
+        (confdir / "bench.yaml").write_text(yaml.safe_dump(dask_config(loop, tls)))
+        self.env = {**os.environ, "DASK_CONFIG": str(confdir),
+                    "DASK_DISTRIBUTED__ADMIN__EVENT_LOOP": loop,
+                    "PYTHONUNBUFFERED": "1"}
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self._logs: list[Any] = []
+        self.address = ""
+        try:
+            self._start(workers, threads, start_timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _popen(self, args: list[str], name: str) -> subprocess.Popen[bytes]:
+        log = open(self.workdir / f"{name}.log", "wb")
+        self._logs.append(log)
+        proc = subprocess.Popen([sys.executable, "-m", *args], stdout=log,
+                                stderr=subprocess.STDOUT, env=self.env,
+                                cwd=self.workdir)
+        self.procs.append(proc)
+        return proc
+
+    def _start(self, workers: int, threads: int, timeout: float) -> None:
+        sfile = self.workdir / "scheduler.json"
+        if sfile.exists():
+            sfile.unlink()
+        self.scheduler = self._popen(
+            ["distributed.cli.dask_scheduler", "--protocol", self.scheme,
+             "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+             "--scheduler-file", str(sfile)], "scheduler")
+        deadline = time.monotonic() + timeout
+        while not sfile.exists() or not sfile.read_text().strip():
+            if self.scheduler.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"scheduler did not start: {self.log_tail('scheduler')}")
+            time.sleep(0.05)
+        time.sleep(0.05)
+        self.address = json.loads(sfile.read_text())["address"]
+        for i in range(workers):
+            self._popen(["distributed.cli.dask_worker", self.address, "--no-nanny",
+                         "--nthreads", str(threads), "--memory-limit", "0",
+                         "--no-dashboard", "--host", "127.0.0.1", "--name", f"w{i}",
+                         "--local-directory", str(self.workdir)], f"worker{i}")
+
+    @property
+    def scheduler_pid(self) -> int:
+        return self.scheduler.pid
+
+    def log_tail(self, name: str, lines: int = 15) -> str:
+        """The last lines of a process's log (scheduler, worker0, ...)."""
+        try:
+            text = (self.workdir / f"{name}.log").read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self) -> None:
+        """Terminate every process this cluster started, by PID; kill stragglers."""
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                proc.terminate()
+        deadline = time.monotonic() + 10
+        for proc in self.procs:
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+        for log in self._logs:
+            log.close()
+        self._logs = []
+
+    def __enter__(self) -> "LocalCluster":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

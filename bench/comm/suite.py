@@ -1,0 +1,182 @@
+"""``comm``: A/B measurements of comm backends against physical limits.
+
+Every configuration gets a fresh server process in every repetition, and
+configurations are interleaved (A B C A B C ...) over repetitions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+import time
+import traceback
+from typing import Any
+
+from bench.comm import drivers, references
+from bench.common import measure
+from bench.common.loops import run_on_loop, running_loop_class
+from bench.common.options import REFERENCE_LOOP, REFERENCE_SCHEME, CommBounds, is_tls, over_budget
+from bench.common.progress import Bar
+from bench.comm.serverproc import ServerProcess
+from bench.common.stats import summarize
+from bench.common.tlsfiles import TLSFiles, make_tls_files
+
+
+@dataclasses.dataclass(frozen=True)
+class CommConfig:
+    """One column of the comm table: a scheme or reference on one loop."""
+
+    label: str
+    kind: str  # "comm", "rawsock", "rawaio", "rawtask" or "proto"
+    scheme: str | None
+    loop: str | None
+    tls: bool
+
+
+def metrics_for(bounds: CommBounds) -> dict[str, dict[str, Any]]:
+    """Metadata of every comm metric: title, unit, direction."""
+    m: dict[str, dict[str, Any]] = {
+        "ping_rts": {"title": "ping ~100 B round trips", "unit": "rt/s"},
+        "ping_p50_us": {"title": "ping p50 latency", "unit": "µs",
+                        "higher_is_better": False},
+        "ping_p99_us": {"title": "ping p99 latency", "unit": "µs",
+                        "higher_is_better": False},
+        "ping_cpu_us": {"title": "server CPU per round trip", "unit": "µs",
+                        "higher_is_better": False},
+        "stream_msgs": {"title": "stream 1 KiB one-way", "unit": "msg/s"},
+        "stream_cpu_us": {"title": "server CPU per 1 KiB message", "unit": "µs",
+                          "higher_is_better": False},
+    }
+    for size in sorted(bounds.bulk):
+        lab = measure.size_label(size)
+        m[f"bulk_{lab}_gibs"] = {"title": f"bulk {lab} one-way", "unit": "GiB/s"}
+        m[f"bulk_{lab}_cpu_us"] = {"title": f"server CPU per {lab} message",
+                                   "unit": "µs", "higher_is_better": False,
+                                   "plot": size <= 64 * 1024}
+        m[f"bulk_{lab}_faults"] = {"title": f"server page faults per {lab} message",
+                                   "unit": "faults", "higher_is_better": False,
+                                   "ratio": False, "plot": False}
+    for k in bounds.clients:
+        m[f"clients_{k}_rts"] = {"title": f"{k} clients, total round trips",
+                                 "unit": "rt/s"}
+    for v in m.values():
+        v.setdefault("higher_is_better", True)
+    return m
+
+
+def build_configs(schemes: list[str], loops: list[str], refs: bool) -> list[CommConfig]:
+    """The schemes × loops, tcp on every loop plus tcp@asyncio, then references."""
+    cfg_loops = list(dict.fromkeys([REFERENCE_LOOP, *loops]))
+    out = [CommConfig(f"{REFERENCE_SCHEME}@{REFERENCE_LOOP}", "comm",
+                      REFERENCE_SCHEME, REFERENCE_LOOP, False)]
+    for scheme in dict.fromkeys([REFERENCE_SCHEME, *schemes]):
+        for loop in cfg_loops:
+            if loop == REFERENCE_LOOP and loop not in loops and scheme != REFERENCE_SCHEME:
+                continue
+            if loop not in loops and scheme == REFERENCE_SCHEME and loop != REFERENCE_LOOP:
+                continue
+            label = f"{scheme}@{loop}"
+            if all(c.label != label for c in out):
+                out.append(CommConfig(label, "comm", scheme, loop, is_tls(scheme)))
+    if refs:
+        out.append(CommConfig("rawsock", "rawsock", None, None, False))
+        if any(is_tls(s) for s in schemes):
+            out.append(CommConfig("rawsock+tls", "rawsock", None, None, True))
+        for loop in loops:
+            out.append(CommConfig(f"rawaio@{loop}", "rawaio", None, loop, False))
+        for loop in loops:
+            out.append(CommConfig(f"rawtask@{loop}", "rawtask", None, loop, False))
+        if any(is_tls(s) for s in schemes):
+            for loop in loops:  # the loop's own TLS transport, with nothing on top
+                out.append(CommConfig(f"rawaio+tls@{loop}", "rawaio", None, loop, True))
+        out.append(CommConfig("proto", "proto", None, None, False))
+    return out
+
+
+def _run_one(cfg: CommConfig, bounds: CommBounds, tls: TLSFiles | None,
+             bar: Bar) -> tuple[dict[str, float], dict[str, Any]]:
+    """Measure one configuration once; returns (metrics, loop classes)."""
+    if cfg.kind == "proto":
+        return references.proto_run(bounds), {"client": "asyncio (no I/O)"}
+    spec = {"kind": "rawaio" if cfg.kind == "rawtask" else cfg.kind,
+            "task": cfg.kind == "rawtask", "scheme": cfg.scheme, "loop": cfg.loop,
+            "tls": dataclasses.asdict(tls) if (cfg.tls and tls) else None}
+    with ServerProcess(spec) as server:
+        classes: dict[str, Any] = {"server": server.loop_class}
+        client_args: dict[str, Any] = {}
+        if cfg.tls and tls:
+            client_args = tls.security().get_connection_args("client")
+        ssl_context = client_args.get("ssl_context")
+        if cfg.kind == "rawsock":
+            res = references.rawsock_run(server.address, ssl_context, bounds,
+                                         server.usage, bar.advance)
+            return res, classes
+
+        async def client() -> dict[str, float]:
+            classes["client"] = running_loop_class()
+            driver: Any
+            if cfg.kind == "comm":
+                driver = drivers.CommDriver(server.address, client_args)
+            else:
+                driver = drivers.RawAioDriver(server.address, ssl_context)
+            return await measure.run_all(driver, bounds, server.usage, bar.advance)
+
+        assert cfg.loop is not None
+        return run_on_loop(client, cfg.loop), classes
+
+
+def run_comm(schemes: list[str], loops: list[str], bounds: CommBounds, *,
+             refs: bool = True, quiet: bool = False) -> dict[str, Any]:
+    """Run the comm suite and return its JSON section."""
+    configs = build_configs(schemes, loops, refs)
+    metrics = metrics_for(bounds)
+    samples: list[dict[str, Any]] = []
+    errors: list[dict[str, Any]] = []
+    loop_classes: dict[str, Any] = {}
+    steps = 3 + len(bounds.bulk)
+    started = time.monotonic()
+    reps_done = 0
+    truncated = False
+    with tempfile.TemporaryDirectory(prefix="asynciocomm-bench-tls-") as tmp:
+        tls = make_tls_files(tmp) if any(c.tls for c in configs) else None
+        with Bar(bounds.reps * len(configs) * steps, "comm", quiet) as bar:
+            for rep in range(bounds.reps):
+                if over_budget(started, rep, bounds.budget_s):
+                    truncated = True
+                    bar.log(f"comm: time budget reached after {rep} repetitions")
+                    break
+                for cfg in configs:
+                    bar.describe(f"rep {rep + 1}/{bounds.reps} {cfg.label}")
+                    try:
+                        values, classes = _run_one(cfg, bounds, tls, bar)
+                    except Exception as exc:
+                        errors.append({"rep": rep, "config": cfg.label,
+                                       "error": f"{type(exc).__name__}: {exc}",
+                                       "traceback": traceback.format_exc(limit=6)})
+                        bar.log(f"[red]comm {cfg.label} failed: {type(exc).__name__}: "
+                                f"{str(exc)[:200]}")
+                        continue
+                    loop_classes[cfg.label] = classes
+                    samples += [{"rep": rep, "config": cfg.label, "metric": k,
+                                 "value": float(v)} for k, v in values.items()]
+                reps_done = rep + 1
+    same_loop = {c.label: f"{REFERENCE_SCHEME}@{c.loop}" for c in configs
+                 if c.loop and c.kind == "comm"}
+    same_loop.update({c.label: f"{REFERENCE_SCHEME}@{c.loop}" for c in configs
+                      if c.kind in ("rawaio", "rawtask")})
+    reference = f"{REFERENCE_SCHEME}@{REFERENCE_LOOP}"
+    return {
+        "configs": [dataclasses.asdict(c) for c in configs],
+        "reference": reference,
+        "same_loop_refs": same_loop,
+        "metrics": metrics,
+        "samples": samples,
+        "summary": summarize(samples, metrics, reference, same_loop),
+        "loop_classes": loop_classes,
+        "bounds": {**dataclasses.asdict(bounds),
+                   "bulk": {str(k): v for k, v in bounds.bulk.items()}},
+        "reps_done": reps_done,
+        "truncated": truncated,
+        "errors": errors,
+        "seconds": time.monotonic() - started,
+    }

@@ -1,0 +1,170 @@
+"""The measurement loops of ``comm``, shared by every async target.
+
+Every loop is bounded by a count and by a deadline. Server CPU and page faults
+come from a ``server_usage()`` callable that returns the server process's
+RUSAGE_SELF as a :class:`Usage`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from bench.common.options import CommBounds
+from bench.common.stats import percentile
+
+GiB = 1024**3
+#: Before a one-way size is timed, at least this many bytes of it are sent (at
+#: least one message, at most WARMUP_S seconds). Every configuration runs in a
+#: fresh server process, whose first large buffers pay the kernel's first touch
+#: (huge-page compaction and zeroing): measured here, 50-280 ms for one of the
+#: first 128 MiB messages against ~35 ms later, for tcp and asyncio alike. A
+#: long-lived worker pays that once, so the bench times the steady state.
+WARMUP_BYTES = 256 * 1024**2
+WARMUP_S = 0.5
+
+
+class Usage(NamedTuple):
+    """A process's RUSAGE_SELF: user+system CPU seconds and minor page faults.
+    The faults show what a fresh receive buffer costs the kernel: a comm pays it
+    per large frame unless it reuses buffers (asynciocomm's pool, the raw
+    references' one buffer); the stock comm pays it."""
+
+    cpu: float
+    faults: int
+
+    def since(self, start: Usage) -> Usage:
+        return Usage(self.cpu - start.cpu, self.faults - start.faults)
+
+
+def warmup_messages(size: int, count: int) -> int:
+    """Messages of ``size`` bytes to send before timing (see WARMUP_BYTES)."""
+    return max(1, min(count, WARMUP_BYTES // size))
+
+
+def size_label(size: int) -> str:
+    """64KiB, 1MiB, 128MiB..."""
+    if size >= 1 << 20:
+        return f"{size >> 20}MiB"
+    return f"{size >> 10}KiB"
+
+
+async def ping(driver: Any, conn: Any, n: int, secs: float,
+               server_usage: Callable[[], Usage]) -> dict[str, float]:
+    """Ping-pong: latency percentiles, round trips/s and server CPU per trip."""
+    for _ in range(min(50, n)):
+        await driver.ping(conn)
+    lat: list[float] = []
+    cpu0 = server_usage().cpu
+    t0 = time.perf_counter()
+    deadline = t0 + secs
+    for i in range(n):
+        t = time.perf_counter()
+        await driver.ping(conn)
+        t2 = time.perf_counter()
+        lat.append(t2 - t)
+        if t2 > deadline:
+            break
+    elapsed = time.perf_counter() - t0
+    cpu = server_usage().cpu - cpu0
+    return {
+        "ping_rts": len(lat) / elapsed,
+        "ping_p50_us": percentile(lat, 50) * 1e6,
+        "ping_p99_us": percentile(lat, 99) * 1e6,
+        "ping_cpu_us": cpu / len(lat) * 1e6,
+    }
+
+
+async def one_way(driver: Any, conn: Any, size: int, n: int, secs: float,
+                  server_usage: Callable[[], Usage]) -> tuple[int, float, Usage]:
+    """Send up to ``n`` messages of ``size`` bytes within ``secs``, then sync.
+
+    Returns (messages, seconds, the server's usage over them).
+    """
+    msg = driver.message(size)
+    stop = time.perf_counter() + WARMUP_S
+    for _ in range(warmup_messages(size, n)):
+        await driver.send(conn, msg)
+        if time.perf_counter() > stop:
+            break
+    await driver.sync(conn)
+    usage0 = server_usage()
+    t0 = time.perf_counter()
+    deadline = t0 + secs
+    sent = 0
+    check = max(1, min(256, n // 8))
+    for i in range(n):
+        await driver.send(conn, msg)
+        sent += 1
+        if i % check == 0 and time.perf_counter() > deadline:
+            break
+    got = await driver.sync(conn)
+    elapsed = time.perf_counter() - t0
+    if got != sent:
+        raise RuntimeError(f"server counted {got} messages, client sent {sent}")
+    return sent, elapsed, server_usage().since(usage0)
+
+
+async def concurrent(driver: Any, k: int, n: int, secs: float) -> float:
+    """Aggregate round trips/s of ``k`` connections pinging at once."""
+    conns = [await driver.connect() for _ in range(k)]
+    try:
+        for c in conns:
+            await driver.ping(c)
+        deadline = time.perf_counter() + secs
+
+        async def one(c: Any) -> int:
+            done = 0
+            while done < n:
+                await driver.ping(c)
+                done += 1
+                if time.perf_counter() > deadline:
+                    break
+            return done
+
+        t0 = time.perf_counter()
+        counts = await asyncio.gather(*(one(c) for c in conns))
+        return sum(counts) / (time.perf_counter() - t0)
+    finally:
+        for c in conns:
+            await driver.close(c)
+
+
+def bulk_metrics(size: int, n: int, secs: float, used: Usage) -> dict[str, float]:
+    """The bulk rows of one size: throughput, server CPU and page faults per
+    message."""
+    lab = size_label(size)
+    return {
+        f"bulk_{lab}_gibs": n * size / secs / GiB,
+        f"bulk_{lab}_cpu_us": used.cpu / n * 1e6,
+        f"bulk_{lab}_faults": used.faults / n,
+    }
+
+
+async def run_all(driver: Any, bounds: CommBounds,
+                  server_usage: Callable[[], Usage],
+                  tick: Callable[[], None] = lambda: None) -> dict[str, float]:
+    """Every measurement of one configuration in one repetition."""
+    out: dict[str, float] = {}
+    conn = await driver.connect()
+    try:
+        out.update(await ping(driver, conn, bounds.ping_n, bounds.ping_s, server_usage))
+        tick()
+        n, secs, used = await one_way(driver, conn, 1024, bounds.stream_n,
+                                      bounds.stream_s, server_usage)
+        out["stream_msgs"] = n / secs
+        out["stream_cpu_us"] = used.cpu / n * 1e6
+        tick()
+        for size, (count, limit) in sorted(bounds.bulk.items()):
+            n, secs, used = await one_way(driver, conn, size, count, limit, server_usage)
+            out.update(bulk_metrics(size, n, secs, used))
+            tick()
+    finally:
+        await driver.close(conn)
+    for k in bounds.clients:
+        out[f"clients_{k}_rts"] = await concurrent(
+            driver, k, bounds.ping_n, bounds.clients_s)
+    tick()
+    return out

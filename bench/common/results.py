@@ -1,0 +1,114 @@
+"""The versioned JSON result document: create, validate, save, load."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench import SCHEMA
+
+SECTION_KEYS = {"configs": list, "reference": str, "metrics": dict, "samples": list,
+                "summary": dict}
+SAMPLE_KEYS = {"rep": int, "config": str, "metric": str}
+
+
+def new_document(mode: str, argv: list[str] | None = None) -> dict[str, Any]:
+    """An empty result document with the run's command and start time."""
+    from bench.common import environment
+
+    argv = sys.argv[1:] if argv is None else argv
+    return {
+        "schema": SCHEMA,
+        "created": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "command": "asynciocomm-bench " + shlex.join(argv),
+        "mode": mode,
+        "environment": environment.describe(),
+    }
+
+
+def validate(doc: Any) -> list[str]:
+    """Problems that make ``doc`` unreadable as schema asynciocomm-bench/1."""
+    errs: list[str] = []
+    if not isinstance(doc, dict):
+        return ["document is not an object"]
+    if doc.get("schema") != SCHEMA:
+        errs.append(f"schema is {doc.get('schema')!r}, expected {SCHEMA!r}")
+    for key, typ in (("created", str), ("command", str), ("environment", dict)):
+        if not isinstance(doc.get(key), typ):
+            errs.append(f"{key} missing or not {typ.__name__}")
+    env = doc.get("environment") or {}
+    for key in ("cpu_model", "cpu_count", "python", "versions"):
+        if key not in env:
+            errs.append(f"environment.{key} missing")
+    if not any(k in doc for k in ("comm", "cluster", "profile")):
+        errs.append("no comm, cluster or profile section")
+    for name in ("comm", "cluster"):
+        sec = doc.get(name)
+        if sec is None:
+            continue
+        for key, typ in SECTION_KEYS.items():
+            if not isinstance(sec.get(key), typ):
+                errs.append(f"{name}.{key} missing or not {typ.__name__}")
+        labels = {c.get("label") for c in sec.get("configs", []) if isinstance(c, dict)}
+        for i, row in enumerate(sec.get("samples", [])):
+            for key, typ in SAMPLE_KEYS.items():
+                if not isinstance(row.get(key), typ):
+                    errs.append(f"{name}.samples[{i}].{key} missing or not {typ.__name__}")
+            if not isinstance(row.get("value"), (int, float)):
+                errs.append(f"{name}.samples[{i}].value is not a number")
+            if row.get("config") not in labels:
+                errs.append(f"{name}.samples[{i}].config {row.get('config')!r} unknown")
+            if row.get("metric") not in sec.get("metrics", {}):
+                errs.append(f"{name}.samples[{i}].metric {row.get('metric')!r} unknown")
+            if len(errs) > 20:
+                return errs
+    prof = doc.get("profile")
+    if prof is not None:
+        if not isinstance(prof.get("runs"), list):
+            errs.append("profile.runs missing or not list")
+        for i, run in enumerate(prof.get("runs") or []):
+            shares = run.get("shares")
+            if not isinstance(shares, dict):
+                errs.append(f"profile.runs[{i}].shares missing")
+            elif shares and abs(sum(shares.values()) - 1.0) > 1e-6:
+                errs.append(f"profile.runs[{i}].shares do not sum to 1")
+    return errs
+
+
+def _clean(obj: Any) -> Any:
+    """Replace NaN/inf (not valid JSON) by None."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def save(doc: dict[str, Any], outdir: str | Path) -> Path:
+    """Write ``results.json`` into ``outdir`` and return its path."""
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "results.json"
+    path.write_text(json.dumps(_clean(doc), indent=1, allow_nan=False) + "\n")
+    return path
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    """Read a result document (a file, or a directory holding results.json)."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "results.json"
+    doc = json.loads(p.read_text())
+    errs = validate(doc)
+    if errs:
+        from bench.common.options import BenchError
+
+        raise BenchError(f"{p}: not a valid {SCHEMA} document: {'; '.join(errs[:3])}")
+    return doc

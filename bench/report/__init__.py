@@ -1,0 +1,1 @@
+"""Rendering a result document: the markdown report and its PNG plots."""

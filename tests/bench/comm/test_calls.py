@@ -1,0 +1,39 @@
+"""``asynciocomm-bench calls``: Python calls per round trip, counted for real."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench import cli
+from bench.comm.calls import count_calls
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_the_asyncio_comm_makes_a_fraction_of_tcps_python_calls(loop: str) -> None:
+    ours = count_calls("asyncio", loop, n=200)
+    stock = count_calls("tcp", loop, n=200)
+    assert 0 < ours["py"] < stock["py"] / 3, (ours, stock)
+    assert ours["c"] > 0 and stock["c"] > 0
+
+
+def test_tls_schemes_are_counted_over_tls() -> None:
+    ours = count_calls("asyncio+tls", "asyncio", n=100)
+    stock = count_calls("tls", "asyncio", n=100)
+    assert 0 < ours["py"] < stock["py"]
+
+
+def test_the_subcommand_writes_its_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = cli.main(["calls", "--schemes", "asyncio", "--loops", "asyncio", "-n", "50",
+                   "--out", str(tmp_path)])
+    assert rc == 0
+    rows = json.loads((tmp_path / "calls.json").read_text())["rows"]
+    assert [(r["scheme"], r["loop"]) for r in rows] == [("asyncio", "asyncio")]
+    assert "| asyncio@asyncio |" in capsys.readouterr().out
+
+
+def test_an_unknown_scheme_is_a_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["calls", "--schemes", "bogus"]) == 2
+    assert "scheme 'bogus' is not available" in capsys.readouterr().err

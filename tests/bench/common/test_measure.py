@@ -1,0 +1,70 @@
+"""The measurement loops: warm-up before timing, counts that add up."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from bench.common import measure
+
+MiB = 1024 * 1024
+
+
+def test_warmup_messages_cover_the_byte_budget() -> None:
+    assert measure.warmup_messages(128 * MiB, 8) == 2
+    assert measure.warmup_messages(16 * MiB, 120) == 16
+    assert measure.warmup_messages(1024, 100) == 100  # capped by the count
+    assert measure.warmup_messages(1024 * MiB, 5) == 1  # at least one
+
+
+class CountingDriver:
+    """Records what one_way sends; the server side is a counter."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        self.count = 0
+
+    def message(self, size: int) -> Any:
+        return size
+
+    async def send(self, conn: Any, msg: Any) -> None:
+        self.log.append("send")
+        self.count += 1
+
+    async def sync(self, conn: Any) -> int:
+        self.log.append("sync")
+        n, self.count = self.count, 0
+        return n
+
+
+def test_one_way_warms_up_then_times_only_the_rest() -> None:
+    driver = CountingDriver()
+    sent, secs, used = asyncio.run(
+        measure.one_way(driver, None, 128 * MiB, 8, 10.0, lambda: measure.Usage(0.0, 0)))
+    assert driver.log == ["send"] * 2 + ["sync"] + ["send"] * 8 + ["sync"]
+    assert sent == 8 and secs > 0 and used == (0.0, 0)
+
+
+def test_server_usage_counts_only_the_timed_messages() -> None:
+    """The server's CPU and page faults are the difference over the timed part:
+    a server that pays 2 ms and 3 faults per message reports exactly that per
+    message, warm-up excluded."""
+    driver = CountingDriver()
+    total = 0
+
+    async def send(conn: Any, msg: Any) -> None:
+        nonlocal total
+        total += 1
+        driver.count += 1
+
+    driver.send = send  # type: ignore[method-assign]
+
+    def usage() -> measure.Usage:
+        return measure.Usage(0.002 * total, 3 * total)
+
+    n, secs, used = asyncio.run(measure.one_way(driver, None, 128 * MiB, 8, 10.0, usage))
+    assert total == 2 + 8 and n == 8
+    rows = measure.bulk_metrics(128 * MiB, n, secs, used)
+    assert rows["bulk_128MiB_faults"] == 3
+    assert abs(rows["bulk_128MiB_cpu_us"] - 2000) < 1e-6
+    assert rows["bulk_128MiB_gibs"] == 8 * 128 * MiB / secs / measure.GiB

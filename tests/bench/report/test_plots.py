@@ -1,0 +1,18 @@
+"""PNG plots of a result document."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bench.report import plots
+
+
+def test_plots_are_pngs(tiny_doc: dict[str, Any], tmp_path: Path) -> None:
+    written = plots.render_all(tiny_doc, tmp_path)
+    assert written["comm"] == ["comm_m.png"]
+    assert written["cluster"] == ["cluster_m.png"]
+    assert written["profile"] == ["profile_shares.png"]
+    for name in written["comm"] + written["cluster"] + written["profile"]:
+        data = (tmp_path / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 1000

@@ -1,0 +1,30 @@
+"""Command-line parsing and the one-line errors for bad schemes and loops."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench import cli
+
+
+def test_unknown_scheme_is_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
+    rc = cli.main(["comm", "--schemes", "tcp,bogus", "--quiet"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.count("\n") == 1
+    assert "scheme 'bogus' is not available" in err
+    assert "Traceback" not in err
+
+
+def test_unknown_loop_is_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
+    rc = cli.main(["cluster", "--loops", "tokio", "--quiet"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "loop 'tokio' is unknown" in err
+
+
+def test_default_subcommand_is_quick() -> None:
+    args = cli.build_parser().parse_args(["quick"])
+    assert args.size == "quick"
+    for name in ("comm", "cluster", "profile", "quick", "all"):
+        a = cli.build_parser().parse_args([name, "--schemes", "tcp,tls", "--loops", "uvloop"])
+        assert a.schemes == ["tcp", "tls"] and a.loops == ["uvloop"]
