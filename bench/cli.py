@@ -7,11 +7,13 @@ import datetime
 import sys
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from bench.common.options import (CLUSTER_BOUNDS, COMM_BOUNDS, BenchError,
                                   available_default_schemes, check_loops, check_schemes)
 
+#: The suite subcommands, which share their options and the result document.
 SUBCOMMANDS = ("comm", "cluster", "profile", "report", "quick", "all")
 #: ``all`` starts no cluster repetition that would end after this (seconds),
 #: leaving room for the profile runs, so that a full run stays under 15 min.
@@ -30,6 +32,15 @@ def _gcs(text: str) -> list[bool]:
             raise BenchError(f"--gc takes on, off or on,off; got {t!r}")
         out.append(t == "on")
     return out
+
+
+def commands() -> dict[str, ModuleType]:
+    """The subcommands with a module of their own: each has ``add_parser(subparsers)``
+    and ``run(args) -> Path``. A new one is one import and one entry here."""
+    from bench.comm import calls
+    from bench.reliability import suite as reliability
+
+    return {"reliability": reliability, "calls": calls}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,11 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
                             help="wide tasks of the profiled workload")
             sp.add_argument("--no-native", action="store_true",
                             help="no native stacks (faster, but GC is invisible)")
-    from bench.comm.calls import add_parser as add_calls_parser
-    from bench.reliability.suite import add_parser as add_reliability_parser
-
-    add_reliability_parser(sub)
-    add_calls_parser(sub)
+    for module in commands().values():
+        module.add_parser(sub)
     return p
 
 
@@ -109,14 +117,10 @@ def run(args: argparse.Namespace) -> Path:
     from bench.common import environment, results
     from bench.report import markdown, plots
 
-    if args.cmd == "reliability":
-        from bench.reliability import suite as reliability
-
-        return reliability.run(args)
-    if args.cmd == "calls":
-        from bench.comm import calls
-
-        return calls.run(args)
+    own = commands().get(args.cmd)
+    if own is not None:
+        result: Path = own.run(args)
+        return result
     if args.cmd == "report":
         doc = results.load(args.results)
         out = args.out or (args.results if args.results.is_dir() else args.results.parent)
@@ -187,7 +191,7 @@ def _print_summary(md: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Console entry point; returns the exit status."""
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] not in SUBCOMMANDS + ("reliability", "calls", "-h", "--help"):
+    if not argv or argv[0] not in (*SUBCOMMANDS, *commands(), "-h", "--help"):
         argv = ["quick", *argv]
     args = build_parser().parse_args(argv)
     try:
