@@ -38,9 +38,9 @@ def commands() -> dict[str, ModuleType]:
     """The subcommands with a module of their own: each has ``add_parser(subparsers)``
     and ``run(args) -> Path``. A new one is one import and one entry here."""
     from bench.comm import calls
-    from bench.reliability import suite as reliability
+    from bench.reliability import differential, suite as reliability
 
-    return {"reliability": reliability, "calls": calls}
+    return {"reliability": reliability, "calls": calls, "differential": differential}
 
 
 def build_parser() -> argparse.ArgumentParser:

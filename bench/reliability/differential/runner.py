@@ -1,0 +1,310 @@
+"""Runs one :class:`ops.Sequence` on a real connected pair and records its trace.
+
+The pair is what distributed's own code gets: ``A`` from
+``distributed.comm.connect`` and ``B`` handed to the listener's handler, both after
+distributed's handshake, on loopback (plain or TLS). The caller makes the variant
+active (e.g. installs the takeover) and passes its scheme and TLS arguments.
+
+The trace records, for each step, the outcome (the value read, normalized: NumPy
+arrays and buffers by dtype, shape, length and CRC-32; the exception *class*:
+``CommClosedError``, ``FatalCommClosedError``, ``CancelledError`` or ``other``, never
+its message) and ``closed()`` of both comms after the step; then what each side
+still received when drained (see :func:`_drain`), and how each ``close()`` ended.
+
+Every wait is bounded by ``wait`` seconds: a step that does not finish is
+recorded as ``hang``, its task cancelled, and the run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from distributed.comm import connect, listen
+from distributed.comm.core import Comm, CommClosedError, FatalCommClosedError
+
+from bench.reliability.differential.ops import (SIDES, Abort, CancelRead, Close, DoubleRead, Model,
+                                    Op, Read, Reset, Sequence, Write, make_message,
+                                    op_text)
+
+HANG = "hang"
+#: Outcomes of a read that end a drain (anything else is a value).
+NOT_VALUES = frozenset({HANG, "CommClosedError", "FatalCommClosedError", "CancelledError",
+                        "other"})
+#: Seconds a cancelled read is left pending before it is cancelled.
+CANCEL_AFTER = 0.02
+#: Seconds given to the loop after an end (close, abort, reset, cancelled or
+#: double read), so that the peer's transport has seen the FIN or RST before
+#: ``closed()`` is looked at. Loopback delivers in microseconds; this is slack
+#: for a busy CI machine, not a synchronisation the trace relies on (the
+#: ``closed()`` entries stock leaves to timing are masked, see Model).
+SETTLE_AFTER_END = 0.02
+#: Bytes of padding in the client's handshake when the listener is stopped
+#: during it: the server then needs several reads to take the handshake, so it
+#: is in it when the client's connect is in flight (over TLS on the asyncio loop
+#: a small handshake is taken within one callback, before any other task runs).
+HANDSHAKE_PAD = 1 << 20
+
+
+@dataclass
+class Trace:
+    """What one run of a sequence showed. ``key()`` is what comparisons use;
+    ``details`` (exception types and messages, masked values) is only printed."""
+
+    setup: str
+    connect: str = "ok"
+    handed: bool = True
+    steps: list[tuple[str, str, str]] = field(default_factory=list)
+    received: dict[str, list[str]] = field(default_factory=lambda: {"A": [], "B": []})
+    ending: list[str] = field(default_factory=list)
+    details: list[str] = field(default_factory=list)
+
+    def key(self) -> tuple[Any, ...]:
+        return (self.setup, self.connect, self.handed, tuple(self.steps),
+                tuple(tuple(self.received[s]) for s in SIDES), tuple(self.ending))
+
+    def lines(self) -> list[str]:
+        out = [f"setup {self.setup}: connect {self.connect}, B handed: {self.handed}"]
+        out += [f"{op:<28} -> {res:<40} closed {cl}" for op, res, cl in self.steps]
+        out += [f"drain {s}: {', '.join(self.received[s]) or '-'}" for s in SIDES]
+        out += [f"ending: {', '.join(self.ending) or '-'}"]
+        return out
+
+
+def normalize(value: Any) -> str:
+    """A read value as text that two comms must agree on."""
+    import numpy as np
+    from distributed.protocol import Serialize, Serialized
+
+    if isinstance(value, np.ndarray):
+        data = np.ascontiguousarray(value).tobytes()
+        return f"ndarray({value.dtype},{value.shape},{zlib.crc32(data):08x})"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+        return f"{type(value).__name__}({len(data)},{zlib.crc32(data):08x})"
+    if isinstance(value, dict):
+        items = sorted(value.items(), key=lambda kv: str(kv[0]))
+        return "{" + ", ".join(f"{k!r}: {normalize(v)}" for k, v in items) + "}"
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(normalize(v) for v in value)
+        return f"[{inner}]" if isinstance(value, list) else f"({inner})"
+    if isinstance(value, Serialized):
+        return f"Serialized({normalize(value.header)}, {normalize(value.frames)})"
+    if isinstance(value, Serialize):
+        return f"Serialize({normalize(value.data)})"
+    return repr(value)
+
+
+def category(exc: BaseException) -> str:
+    if isinstance(exc, FatalCommClosedError):
+        return "FatalCommClosedError"
+    if isinstance(exc, CommClosedError):
+        return "CommClosedError"
+    if isinstance(exc, asyncio.CancelledError):
+        return "CancelledError"
+    return "other"
+
+
+class _Run:
+    def __init__(self, trace: Trace, wait: float) -> None:
+        self.trace = trace
+        self.wait = wait
+
+    async def bounded(self, aw: Any, what: str) -> tuple[str, Any]:
+        """(``"ok"``, result) or (category, exc) or (``"hang"``, None).
+
+        ``aw`` runs inline in the calling task (no loop turn before or after it,
+        as when distributed's code writes and then aborts), under a timeout.
+        """
+        try:
+            if hasattr(asyncio, "timeout"):  # 3.11+
+                async with asyncio.timeout(self.wait):
+                    return "ok", await aw
+            return "ok", await asyncio.wait_for(aw, self.wait)  # 3.10: one loop turn more
+        except (TimeoutError, asyncio.TimeoutError):
+            self.trace.details.append(f"{what}: no result within {self.wait} s")
+            return HANG, None
+        except BaseException as exc:  # noqa: BLE001 (the outcome is recorded)
+            self.trace.details.append(f"{what}: {type(exc).__name__}: {exc}")
+            return category(exc), exc
+
+    async def read(self, comm: Comm, what: str) -> str:
+        status, value = await self.bounded(comm.read(), what)
+        return normalize(value) if status == "ok" else status
+
+
+def raw_socket(comm: Comm) -> Any:
+    """The OS socket under a comm (ours or stock), or None once it is gone."""
+    protocol = getattr(comm, "_protocol", None)
+    if protocol is not None:
+        transport = protocol.transport
+        return None if transport is None else transport.get_extra_info("socket")
+    stream = getattr(comm, "stream", None)
+    return None if stream is None else stream.socket
+
+
+async def _open_pair(seq: Sequence, scheme: str, listen_args: dict[str, Any],
+                     connect_args: dict[str, Any], run: _Run) -> dict[str, Comm | None]:
+    loop = asyncio.get_running_loop()
+    handed: asyncio.Future[Comm] = loop.create_future()
+
+    async def handler(comm: Comm) -> None:
+        if not handed.done():
+            handed.set_result(comm)
+
+    listener = listen(f"{scheme}://127.0.0.1:0", handler, **listen_args)
+    comms: dict[str, Comm | None] = {"A": None, "B": None}
+    try:
+        if seq.setup == "ctx":
+            async with listener:
+                dialing = _dial(listener.contact_address, connect_args, run, HANDSHAKE_PAD)
+                await _until_handshaking(listener, dialing, run)
+        else:
+            await listener.start()
+            pad = HANDSHAKE_PAD if seq.setup == "stop" else 0
+            dialing = _dial(listener.contact_address, connect_args, run, pad)
+            if seq.setup == "stop":
+                await _until_handshaking(listener, dialing, run)
+                listener.stop()
+        status, a = await run.bounded(dialing, "connect")
+        run.trace.connect = status
+        comms["A"] = a if status == "ok" else None
+        status, b = await run.bounded(asyncio.shield(handed), "handler")
+        comms["B"] = b if status == "ok" else None
+        run.trace.handed = status == "ok"
+    finally:
+        listener.stop()
+    return comms
+
+
+def _dial(address: str, connect_args: dict[str, Any], run: _Run,
+          pad: int = 0) -> asyncio.Task[Comm]:
+    overrides = {"pad": bytes(pad)} if pad else None
+    return asyncio.ensure_future(connect(address, timeout=run.wait,
+                                         handshake_overrides=overrides, **connect_args))
+
+
+async def _until_handshaking(listener: Any, dialing: asyncio.Future[Any], run: _Run) -> None:
+    """Wait (bounded) until the server side is in distributed's handshake: it is
+    among the listener's handshaking comms (``BaseListener``'s private set, the one
+    ``abort_handshaking_comms()`` aborts), or the connect has finished first. Which
+    of the two it was depends on timing; stock's trace does not (its ``stop()``
+    leaves established comms alone, handshaking or not), so it is only noted."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + run.wait
+    while not dialing.done() and loop.time() < deadline:
+        if getattr(listener, "_BaseListener__comms", None):  # re-read: it is swapped
+            run.trace.details.append("stopped with the server side in its handshake")
+            return
+        await asyncio.sleep(0)
+    run.trace.details.append("stopped after connect() returned")
+
+
+async def _step(op: Op, comm: Comm, seqno: int, run: _Run,
+                closes: list[tuple[str, asyncio.Future[Any]]]) -> str:
+    what = op_text(op)
+    if isinstance(op, Write):
+        status, _ = await run.bounded(comm.write(make_message(op.kind, op.size, seqno)), what)
+        return status
+    if isinstance(op, Read):
+        return await run.read(comm, what)
+    if isinstance(op, CancelRead):
+        task = asyncio.ensure_future(comm.read())
+        await asyncio.sleep(CANCEL_AFTER)
+        task.cancel()
+        status, value = await run.bounded(task, what)
+        return normalize(value) if status == "ok" else status
+    if isinstance(op, DoubleRead):
+        first = asyncio.ensure_future(comm.read())
+        await asyncio.sleep(CANCEL_AFTER)
+        second = await run.read(comm, what + " second")
+        status, value = await run.bounded(first, what + " first")
+        return f"{normalize(value) if status == 'ok' else status} | {second}"
+    if isinstance(op, Close):
+        closes.append((what, asyncio.ensure_future(comm.close())))
+        await asyncio.sleep(0)
+        return "started"
+    if isinstance(op, Reset):
+        sock = raw_socket(comm)
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    comm.abort()  # Abort or Reset
+    return "ok"
+
+
+def _closed(comms: dict[str, Comm | None], model: Model, open_bugs: frozenset[int],
+            run: _Run, what: str) -> str:
+    marks = []
+    for s in SIDES:
+        comm = comms[s]
+        if comm is None:
+            marks.append(f"{s}-")
+            continue
+        value = "T" if comm.closed() else "F"
+        free = model.closed_is_free(s) or (
+            1 in open_bugs and model.peer_ended(s) and not model.sides[s].ended)
+        if free:
+            run.trace.details.append(f"{what}: closed() of {s} masked, was {value}")
+        marks.append(f"{s}{'?' if free else value}")
+    return " ".join(marks)
+
+
+async def _drain(comms: dict[str, Comm | None], model: Model, run: _Run,
+                 closes: list[tuple[str, asyncio.Future[Any]]]) -> None:
+    """What each side still receives: A reads what the model says is unread (and
+    the end, if B has ended); B likewise; then A is closed and B reads once more
+    (the end of stream that A's close must give); then B is closed. Last, every
+    ``close()`` started by a step is awaited (bounded)."""
+    for s in SIDES:
+        comm, st = comms[s], model.sides[s]
+        if comm is None or st.ended:
+            continue
+        for _ in range(len(st.unread) + model.peer_ended(s)):
+            got = await run.read(comm, f"drain {s}")
+            run.trace.received[s].append(got)
+            if got in NOT_VALUES:
+                break
+        st.ended = st.ended or model.peer_ended(s)
+        st.unread.clear()
+    a, b = comms["A"], comms["B"]
+    if a is not None and not model.sides["A"].ended:
+        closes.append(("final A.close()", asyncio.ensure_future(a.close())))
+    if b is not None and not model.sides["B"].ended:
+        if a is not None:
+            run.trace.received["B"].append(await run.read(b, "drain B after A closed"))
+        closes.append(("final B.close()", asyncio.ensure_future(b.close())))
+    for what, task in closes:
+        status, _ = await run.bounded(task, what)
+        run.trace.ending.append(f"{what} {status}")
+
+
+async def run_sequence(seq: Sequence, scheme: str, listen_args: dict[str, Any] | None = None,
+                       connect_args: dict[str, Any] | None = None, *, wait: float = 10.0,
+                       open_bugs: frozenset[int] = frozenset()) -> Trace:
+    """Run ``seq`` on a fresh pair of ``scheme`` and return its trace."""
+    run = _Run(Trace(seq.setup), wait)
+    comms = await _open_pair(seq, scheme, listen_args or {}, connect_args or {}, run)
+    closes: list[tuple[str, asyncio.Future[Any]]] = []
+    model = Model()
+    try:
+        for seqno, op in enumerate(seq.steps):
+            comm = comms[op.side]
+            what = op_text(op)
+            result = "no comm" if comm is None else await _step(op, comm, seqno, run, closes)
+            model.apply(op)
+            if not isinstance(op, (Write, Read)):
+                await asyncio.sleep(SETTLE_AFTER_END)
+            run.trace.steps.append((what, result, _closed(comms, model, open_bugs, run, what)))
+        await _drain(comms, model, run, closes)
+    finally:
+        for comm in comms.values():
+            if comm is not None:
+                comm.abort()
+        for _, task in closes:
+            if not task.done():
+                task.cancel()
+    return run.trace

@@ -1,0 +1,36 @@
+"""The differential harness's glue to the test variants (``tests.variants``) and
+the test PKI. The harness itself (operations, generator, runner, comparison,
+known divergences) is ``bench.reliability.differential``, shared with
+``asynciocomm-bench differential``."""
+
+from __future__ import annotations
+
+from bench.reliability.differential.compare import differences, report
+from bench.reliability.differential.ops import Sequence
+from bench.reliability.differential.runner import Trace, run_sequence
+from tests.certs import Certs
+from tests.variants import VARIANTS, Variant
+
+BY_NAME = {v.name: v for v in VARIANTS}
+#: The reference first, then the variants compared with it.
+PAIRS = {"plain": ("stock-tcp", "asyncio", "takeover-tcp"),
+         "tls": ("stock-tls", "asyncio+tls", "takeover-tls")}
+#: Bound of every single wait in a run (a hang is an outcome, never a block).
+WAIT = 5.0
+
+
+async def run_variant(variant: Variant, seq: Sequence, certs: Certs,
+                      open_bugs: frozenset[int], wait: float = WAIT) -> Trace:
+    """``seq`` on a fresh pair of ``variant`` (its takeover installed meanwhile)."""
+    with variant.active():
+        return await run_sequence(seq, variant.scheme, variant.listen_args(certs),
+                                  variant.connect_args(certs), wait=wait,
+                                  open_bugs=open_bugs)
+
+
+async def check(names: tuple[str, ...], seq: Sequence, certs: Certs,
+                open_bugs: frozenset[int], wait: float = WAIT) -> None:
+    """Run ``seq`` on each variant; every trace must match the first one's."""
+    traces = {n: await run_variant(BY_NAME[n], seq, certs, open_bugs, wait) for n in names}
+    problems = {n: differences(traces[names[0]], traces[n]) for n in names[1:]}
+    assert not any(problems.values()), report(seq, traces, problems)
