@@ -30,6 +30,8 @@ with open(DEFAULTS_FILE) as _f:
     DEFAULTS: dict = yaml.safe_load(_f)
 
 dask.config.update_defaults(DEFAULTS)
+#: The packaged defaults of ``distributed.comm.asyncio.*``, by key.
+_PACKAGED: dict[str, Any] = DEFAULTS["distributed"]["comm"]["asyncio"]
 
 
 @dataclass(frozen=True)
@@ -60,8 +62,13 @@ def load_settings() -> Settings:
     """Read and validate the current configuration."""
     def get(key: str) -> Any:
         # dask.config.get treats "read-pause" and "read_pause" alike (environment
-        # variables produce the latter); the raw dict does not.
-        return dask.config.get(f"distributed.comm.asyncio.{key}")
+        # variables produce the latter); the raw dict does not. The packaged
+        # default answers when the key is missing: distributed's test helpers
+        # (gen_test, gen_cluster) reset dask's config to a copy taken before
+        # this package was imported, which drops our defaults.
+        return dask.config.get(
+            f"distributed.comm.asyncio.{key}", default=_PACKAGED[key]
+        )
 
     max_message = get("max-message")
     if max_message == "auto":

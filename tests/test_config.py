@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+
 import dask
 import pytest
 import yaml
@@ -61,3 +65,32 @@ def test_settings_parse_sizes_and_accept_env_style_names() -> None:
 def test_invalid_combinations_are_rejected(override: dict) -> None:
     with dask.config.set(override), pytest.raises(ValueError):
         config.load_settings()
+
+
+def test_settings_survive_distributeds_test_helpers_config_reset() -> None:
+    """distributed's gen_test resets dask's config to a copy taken when
+    distributed.utils_test was imported; asynciocomm, loaded later through its
+    entry point, must still find its settings (found with patches/0010). In a
+    fresh interpreter, so that utils_test is imported first."""
+    code = textwrap.dedent(
+        """
+        import sys
+        from distributed.comm import connect, listen
+        from distributed.utils_test import gen_test
+        assert "asynciocomm" not in sys.modules
+
+        @gen_test()
+        async def roundtrip():
+            async with listen("asyncio://127.0.0.1", lambda comm: None) as listener:
+                comm = await connect(listener.contact_address)
+                await comm.close()
+
+        roundtrip()
+        roundtrip()
+        print("ok")
+        """
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-3000:]
