@@ -19,16 +19,18 @@ and pooling is off wherever it cannot be trusted (free-threaded builds).
 
 Bounds: the pool tracks at most ``capacity`` bytes (in use and idle); a frame
 that does not fit gets an ordinary buffer. An idle block is freed once it has not
-been handed out for ``idle`` seconds (a sweep on the event loop that allocated it,
-and at every allocation).
+been handed out for ``idle`` seconds: a sweeper thread of the pool's own checks
+every ``idle`` seconds while the pool holds any block, whatever event loop runs
+(or none: a loop that allocated a block may be closed long before the block goes
+idle), and every allocation that misses frees idle blocks too.
 """
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import threading
 import time
+import weakref
 from typing import Any
 
 from asynciocomm.buffers import Allocator, default_allocator
@@ -119,7 +121,7 @@ class BufferPool:
         # Loops in several threads may allocate at once (a sync Client's loop, and
         # workers in threads): a block must never be handed out twice.
         self._lock = threading.Lock()
-        self._sweep_loop: asyncio.AbstractEventLoop | None = None
+        self._sweeper: threading.Thread | None = None
         self.hits = 0
         self.misses = 0
 
@@ -183,23 +185,35 @@ class BufferPool:
         return freed
 
     def _schedule_sweep(self) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return  # no loop: idle blocks are freed at the next allocation
-        current = self._sweep_loop
-        if current is not None and not current.is_closed():
-            return  # a sweep is pending on a live loop
-        self._sweep_loop = loop
-        loop.call_later(self.idle, self._sweep, loop)
+        """Start the sweeper thread unless it runs (called with the lock held)."""
+        if self._sweeper is not None and self._sweeper.is_alive():
+            return  # (a sweeper of the parent process is not alive after a fork)
+        self._sweeper = threading.Thread(
+            target=_sweep_forever, args=(weakref.ref(self), self.idle),
+            name="asynciocomm-pool-sweeper", daemon=True,
+        )
+        self._sweeper.start()
 
-    def _sweep(self, loop: asyncio.AbstractEventLoop) -> None:
+    def _sweep(self) -> bool:
+        """Free the blocks idle for ``idle`` seconds; False once none is left
+        (the sweeper then ends, and the next new block starts another)."""
         with self._lock:
             self._release(time.monotonic(), self.idle)
             if self._blocks:
-                loop.call_later(self.idle, self._sweep, loop)
-            else:
-                self._sweep_loop = None
+                return True
+            self._sweeper = None
+            return False
+
+
+def _sweep_forever(ref: weakref.ref[BufferPool], idle: float) -> None:
+    """The sweeper thread: wakes every ``idle`` seconds while the pool holds
+    blocks. It keeps only a weak reference, so a dropped pool ends it."""
+    while True:
+        time.sleep(idle)
+        pool = ref()
+        if pool is None or not pool._sweep():
+            return
+        del pool
 
 
 _pools: dict[tuple[int, int, float], BufferPool] = {}

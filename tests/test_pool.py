@@ -157,6 +157,60 @@ async def test_idle_blocks_are_freed_by_the_sweep_and_held_ones_are_not() -> Non
     assert pool.held_bytes == 0
 
 
+def _until(predicate, polls: int = 500, every: float = 0.01) -> bool:
+    for _ in range(polls):  # bounded: polls x every
+        if predicate():
+            return True
+        threading.Event().wait(every)
+    return predicate()
+
+
+@pytest.mark.parametrize("where", ["another loop", "no loop"])
+def test_idle_blocks_are_freed_after_the_allocating_loop_closed(where: str) -> None:
+    """Issue 16.13: a block allocated on a loop that has closed since is still
+    freed once it goes idle, while another loop runs or while none does."""
+    pool = BufferPool(capacity=64 * MiB, min_size=MiB, idle=0.02)
+
+    async def allocate() -> memoryview:
+        return pool.allocate(16 * MiB)
+
+    first = asyncio.new_event_loop()
+    try:
+        held = first.run_until_complete(allocate())
+    finally:
+        first.close()
+    assert pool.held_bytes == size_class(16 * MiB)
+
+    async def drop_and_wait() -> bool:
+        nonlocal held
+        del held
+        for _ in range(500):
+            if pool.held_bytes == 0:
+                return True
+            await asyncio.sleep(0.01)
+        return False
+
+    if where == "another loop":
+        second = asyncio.new_event_loop()
+        try:
+            assert second.run_until_complete(drop_and_wait())
+        finally:
+            second.close()
+    else:
+        del held
+        assert _until(lambda: pool.held_bytes == 0)
+
+
+def test_the_sweeper_stops_when_the_pool_is_empty_and_restarts() -> None:
+    pool = BufferPool(capacity=64 * MiB, min_size=MiB, idle=0.02)
+    pool.allocate(2 * MiB)  # dropped at once
+    assert _until(lambda: pool.held_bytes == 0 and pool._sweeper is None)
+    held = pool.allocate(2 * MiB)
+    assert pool._sweeper is not None and pool._sweeper.is_alive()
+    del held
+    assert _until(lambda: pool.held_bytes == 0 and pool._sweeper is None)
+
+
 def test_threads_never_share_a_block() -> None:
     """Four threads allocate, fill with their own byte, yield and check: a block
     handed to two owners at once shows up as a foreign byte."""
