@@ -44,6 +44,7 @@ class AsyncioComm(Comm):
         deserialize: bool = True,
     ) -> None:
         self._closed = False
+        self._reading = False
         super().__init__(deserialize=deserialize)
         self._protocol = protocol
         self._local_addr = local_addr
@@ -74,7 +75,9 @@ class AsyncioComm(Comm):
         return self._extra
 
     def closed(self) -> bool:
-        return self._closed or self._protocol.is_closed
+        # As the stock comm: True once closed here, or once the connection has
+        # ended and every message that arrived before the end has been read.
+        return self._closed or self._protocol.finished
 
     async def read(self, deserializers: Any = None) -> Any:
         if self._closed:
@@ -82,9 +85,21 @@ class AsyncioComm(Comm):
         protocol = self._protocol
         try:
             item = protocol.read_nowait()
-            while item is None:
-                await protocol.readable()
-                item = protocol.read_nowait()
+            if item is None:
+                if self._reading:
+                    # One reader at a time (the Comm contract). The stock comm
+                    # raises tornado's AssertionError("Already reading") and
+                    # aborts; so do we, which wakes the pending read too.
+                    raise AssertionError(
+                        f"Already reading: in {self}, another read() is pending"
+                    )
+                self._reading = True
+                try:
+                    while item is None:
+                        await protocol.readable()
+                        item = protocol.read_nowait()
+                finally:
+                    self._reading = False
         except BaseException:
             # Closed, cancelled or failed mid-read: the stream state is unknown,
             # so the only safe thing is to abort (as the stock comm does).

@@ -40,12 +40,7 @@ from collections import deque
 import cython
 from collections.abc import Sequence
 
-from asynciocomm.buffers import (
-    DEFER_ALLOCATION,
-    Allocator,
-    default_allocator,
-    scratch_allocate,
-)
+from asynciocomm.buffers import Allocator, default_allocator, scratch_allocate
 from asynciocomm.config import C_INT_MAX
 from asynciocomm.errors import ProtocolError
 
@@ -97,9 +92,6 @@ class FrameDecoder:
     _tpos = cython.declare(cython.Py_ssize_t)
     _tend = cython.declare(cython.Py_ssize_t)
     _sizes = cython.declare(object)
-    deferred = cython.declare(cython.bint, visibility="readonly")
-    demand = cython.declare(cython.bint, visibility="public")
-    _force = cython.declare(cython.bint)
     messages = cython.declare(object, visibility="readonly")
     queued_bytes = cython.declare(cython.Py_ssize_t, visibility="readonly")
 
@@ -135,12 +127,6 @@ class FrameDecoder:
         self._target: memoryview | None = None
         self._tpos = 0
         self._tend = 0
-        # A large buffer is due but earlier messages are unread: wait (see resume).
-        self.deferred = False
-        # Whether the reader waits for the next message (set by the owner; True
-        # for a decoder driven on its own). While False, large buffers wait too.
-        self.demand = True
-        self._force = False
         self.messages: deque[list[memoryview] | bytearray] = deque()
         self._sizes: deque[int] = deque()
         self.queued_bytes = 0
@@ -158,12 +144,6 @@ class FrameDecoder:
             return target[pos : min(self._tend, pos + C_INT_MAX)]
         if self._state == _S_FAILED:
             raise ProtocolError("decoder failed earlier; no more input accepted")
-        if self.deferred:
-            # Asked for more input anyway (the reader could not pause in time):
-            # correctness first, allocate now.
-            self._lift_deferral(True)
-            if self._target is not None:
-                return self.get_buffer()
         start = self._start
         if start and (self._end == self._cap or start + self._need > self._cap):
             # Move the partial element to the front: at most one block (< cap / 2).
@@ -185,33 +165,6 @@ class FrameDecoder:
         else:
             self._end += nbytes
         self._parse()
-
-    def resume(self) -> None:
-        """Continue after :attr:`deferred`: allocate the large buffer that was
-        held back and parse what is already received. Call once the messages
-        queued before it have been taken and, where the owner clears
-        ``demand``, once it is set again (the reader asks for the next one)."""
-        self._lift_deferral(False)
-
-    @cython.cfunc
-    def _lift_deferral(self, force: bool) -> None:
-        # force: allocate even though messages are still queued.
-        if self.deferred:
-            self.deferred = False
-            self._force = force
-            try:
-                self._parse()
-            finally:
-                self._force = False
-
-    @cython.cfunc
-    def _hold_back(self, size: int) -> bool:
-        """Whether to defer allocating ``size`` bytes (see DEFER_ALLOCATION)."""
-        return (
-            size >= DEFER_ALLOCATION
-            and (bool(self.messages) or not self.demand)
-            and not self._force
-        )
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Copy ``data`` in through get_buffer()/buffer_updated()."""
@@ -277,13 +230,9 @@ class FrameDecoder:
                     size = self._blocks[self._block][1]
                     if self._blocks[self._block][2]:
                         # Direct block: take what is already here, then let the
-                        # kernel fill the rest of its own buffer. While earlier
-                        # messages are unread, hold back: allocating large buffers
-                        # ahead of the reader makes the heap grow and shrink, and
-                        # every fresh page then costs a fault (see resume()).
-                        if self._hold_back(size):
-                            self.deferred = True
-                            return
+                        # kernel fill the rest of its own buffer, whether or not
+                        # earlier messages are read yet (a peer must keep
+                        # receiving: see FramedProtocol's read flow control).
                         self._start = start
                         self._end = end
                         self._begin_target(size)
@@ -324,9 +273,6 @@ class FrameDecoder:
                         prefix, nframes = _PRELUDE.unpack_from(buf, start)
                     self._check_prelude(prefix, nframes)
                     need = _U64 * nframes
-                    if self._hold_back(need):
-                        self.deferred = True  # its own buffer is due: see below
-                        return
                     start += 16
                     self._prefix = prefix
                     self._nframes = nframes

@@ -24,6 +24,8 @@ import logging
 from collections.abc import Callable
 from typing import Any, cast
 
+from distributed.comm.core import CommClosedError
+
 from asynciocomm.buffers import Allocator, default_allocator
 from asynciocomm.encoder import Buffer
 from asynciocomm.speedups import FrameDecoder
@@ -43,8 +45,22 @@ from asynciocomm.writer import (
 
 logger = logging.getLogger(__name__)
 
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
 #: A plaintext TLS alert record: fatal, protocol_version (RFC 8446, 6.2).
 TLS_PROTOCOL_VERSION_ALERT = bytes([21, 3, 1, 0, 2, 2, 70])
+#: Seconds close() waits, over TLS, for the peer to answer its close_notify once
+#: every byte written is in the kernel. The stock comm never waits for its peer
+#: (it shuts its socket down once flushed); a live peer answers within a loop
+#: iteration or two, and a peer whose event loop is blocked must not stall, say,
+#: a scheduler's shutdown. Past it the connection is aborted, which can cut off
+#: nothing but the close_notify alert itself.
+CLOSE_NOTIFY_WAIT = 0.2
 #: Seconds a peer that broke the protocol has to take the bytes already written
 #: to it before its connection is reset (see FramedProtocol._protocol_failure).
 PROTOCOL_ERROR_GRACE = 1.0
@@ -85,6 +101,9 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
         # of ours per receive.
         self.get_buffer = self._decoder.get_buffer  # type: ignore[method-assign]
         self.transport: asyncio.Transport | None = None
+        #: The plain transport under a TLS one, where the connection started TLS
+        #: itself (loop.start_tls); close() then waits for it to empty too.
+        self.raw_transport: asyncio.Transport | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._read_waiter: asyncio.Future[None] | None = None
         self._reading_paused = False
@@ -104,6 +123,7 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
         self._closing = False
         self._exc: BaseException | None = None
         self._lost_waiter: asyncio.Future[None] | None = None
+        self._abort_handle: asyncio.Handle | None = None
 
     # -- asyncio callbacks ----------------------------------------------------------
 
@@ -132,9 +152,7 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
             return
         if decoder.messages:
             self._wake_reader()
-        if not self._reading_paused and (
-            decoder.deferred or decoder.queued_bytes > self.settings.read_pause
-        ):
+        if not self._reading_paused and decoder.queued_bytes > self.settings.read_pause:
             self._reading_paused = True
             assert self.transport is not None
             self.transport.pause_reading()
@@ -142,7 +160,12 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
     def eof_received(self) -> bool:
         self._eof = True
         self._wake_reader()
-        return False  # close our side too; close() has nothing left to say
+        # While complete messages are unread, a plain connection stays open for
+        # writing, as the stock comm's does until its reader reaches the end:
+        # replies to those requests still go to the kernel. Otherwise (and
+        # always over TLS, whose transports close on EOF whatever we return)
+        # our side closes too.
+        return bool(self._decoder.messages) and self.extra_info("sslcontext") is None
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = True
@@ -152,11 +175,15 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
+        if self._abort_handle is not None:
+            self._abort_handle.cancel()
+            self._abort_handle = None
         self._wake_reader()
         self._wake_drain()
         if self._lost_waiter is not None and not self._lost_waiter.done():
             self._lost_waiter.set_result(None)
         self.transport = None  # break the transport <-> protocol cycle
+        self.raw_transport = None
 
     # -- state helpers -----------------------------------------------------------
 
@@ -198,6 +225,21 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
         """The connection is gone or going: nothing more can be written."""
         return self._lost or self._closing or self.transport is None
 
+    @property
+    def finished(self) -> bool:
+        """Ended, and every complete message has been read: what the stock
+        comm's ``closed()`` reports (it turns True when its reader reaches the
+        end of the stream, not when the peer's FIN arrives)."""
+        return (
+            (self._lost or self._closing or self._eof or self.transport is None)
+            and not self._decoder.messages
+        )
+
+    @property
+    def unread_after_end(self) -> bool:
+        """The peer has gone but messages it sent are still unread."""
+        return bool(self._decoder.messages) and not self._closing
+
     def closed_error(self) -> Exception:
         """The distributed error describing why this connection ended."""
         exc = self._exc
@@ -220,27 +262,8 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
         complete message has been read.
         """
         decoder = self._decoder
-        if not decoder.messages:
-            # The reader asks for the next message: from now on large frames may
-            # get their buffers (and a held-back one gets it now). Not earlier:
-            # until this call the reader may still hold the message it read
-            # last, and a large buffer allocated meanwhile makes glibc's heap
-            # grow and trim around it (see DEFER_ALLOCATION).
-            decoder.demand = True
-            if decoder.deferred:
-                try:
-                    decoder.resume()
-                except ProtocolError as exc:
-                    self._protocol_failure(exc)
-        item = None
-        if decoder.messages:
-            item = decoder.pop()
-            decoder.demand = False  # the caller holds it until it asks again
-        if (
-            self._reading_paused
-            and not decoder.deferred
-            and decoder.queued_bytes <= self.settings.read_pause // 2
-        ):
+        item = decoder.pop() if decoder.messages else None
+        if self._reading_paused and decoder.queued_bytes <= self.settings.read_pause // 2:
             self._reading_paused = False
             if self.transport is not None:
                 self.transport.resume_reading()
@@ -276,19 +299,50 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
                 await asyncio.shield(self._large_writer)
             self._flush()
             await self._wait_until_sent()
+            await self._wait_raw_sent()
+        except CommClosedError:
+            pass  # the connection went first: nothing left to flush (as stock)
         finally:
             if self.transport is not None:
                 self.transport.close()
         waiter = self._lost_waiter
         if waiter is not None and not waiter.done():
+            # Everything is in the kernel once the plain transport under TLS is
+            # empty too; without it in view, the TLS transport's own buffer may
+            # still hold data, so its shutdown gets the connect timeout.
+            bound = (
+                CLOSE_NOTIFY_WAIT
+                if self.raw_transport is not None
+                else self.settings.connect_timeout
+            )
             try:
-                await asyncio.wait_for(asyncio.shield(waiter), self.settings.connect_timeout)
+                await asyncio.wait_for(asyncio.shield(waiter), bound)
             except asyncio.TimeoutError:
                 self.abort()
 
     def abort(self) -> None:
-        """Drop everything and close the connection now."""
+        """Close the connection now, losing no more than the stock comm would.
+
+        What ``write()`` accepted goes to the kernel as far as it takes it at
+        once, as with the stock comm (which writes eagerly and closes its
+        socket): the pending batch is handed to the transport first, and the
+        transport is aborted one loop iteration later, once it has made its
+        send attempt (uvloop and TLS transports queue small writes until the
+        end of the iteration). Nothing more is read.
+        """
         self._closing = True
-        self._drop_batch()
-        if self.transport is not None:
-            self.transport.abort()
+        transport = self.transport
+        if transport is None or self._abort_handle is not None:
+            return
+        if self._batch and not transport.is_closing():
+            self._flush()
+        else:
+            self._drop_batch()
+        self._wake_reader()
+        self._wake_drain()
+        loop = self._loop
+        if loop is not None and _running_loop() is loop and not transport.is_closing():
+            transport.pause_reading()
+            self._abort_handle = loop.call_soon(transport.abort)
+        else:
+            transport.abort()

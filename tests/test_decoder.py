@@ -32,13 +32,11 @@ def decode_all(
             dec.feed(data[pos:cut])
             pos = max(pos, cut)
     out = []
-    while dec.messages:  # consume as the protocol does: take, then resume
+    while dec.messages:
         frames, nbytes = dec.pop()
         assert nbytes == sum(f.nbytes for f in frames)
         out.append([bytes(f) for f in frames])
-        if not dec.messages:
-            dec.resume()
-    assert dec.at_boundary and not dec.deferred
+    assert dec.at_boundary
     assert dec.queued_bytes == 0
     return out
 
@@ -77,8 +75,6 @@ def test_decodes_stock_writer_for_real_messages(impl) -> None:
         assert [bytes(f) for f in dec.pop()[0]] == [
             bytes(memoryview(f).cast("B")) for f in dumps(m)
         ]
-        if not dec.messages:
-            dec.resume()
     assert not dec.messages and dec.at_boundary
 
 
@@ -267,62 +263,31 @@ def test_compiled_decoder_is_built_unless_pure_is_forced(impl) -> None:
         assert speedups.decoder_impl.__file__.endswith((".so", ".pyd"))
 
 
-def test_large_allocation_waits_until_earlier_messages_are_taken(impl) -> None:
+def test_large_buffers_are_allocated_whether_or_not_earlier_messages_are_read(impl) -> None:
+    """A large frame gets its own buffer as soon as its length is known, with
+    earlier messages unread: the decoder never waits for its reader (a peer that
+    writes, then reads, must not wait for this side's application; issue 16.4)."""
     allocations: list[int] = []
 
     def alloc(n: int) -> memoryview:
         allocations.append(n)
         return memoryview(bytearray(n))
 
-    big = decoder.DEFER_ALLOCATION
+    big = 1 << 20
     first = wire([b"first"], impl)
     small = wire([b"h" * 10, bytearray(b"b" * 100)], impl)  # direct, but cheap
     second = wire([b"h" * 10, bytearray(b"B" * big)], impl)
+    third = wire([bytearray(b"L" * big)], impl)
     dec = impl.FrameDecoder(read_buffer=256, direct_read=64, allocate=alloc)
     dec.feed(first + small + second[:50])
     # Each message's shared region (header frame + its buffer) is one block.
-    assert len(dec.messages) == 2 and allocations == [110]
-    assert dec.deferred  # held back: "first" and the small one are unread
-    assert [bytes(f) for f in dec.pop()[0]] == [b"first"]
-    assert [bytes(f) for f in dec.pop()[0]] == [b"h" * 10, b"b" * 100]
-    dec.resume()
-    assert not dec.deferred and allocations == [110, 10 + big]
-    dec.feed(second[50:])
-    assert [bytes(f) for f in dec.pop()[0]] == [b"h" * 10, b"B" * big]
-
-
-def test_large_allocation_waits_for_demand(impl) -> None:
-    """With no message queued but no demand either (the reader still holds the
-    last one), a large buffer waits for resume(); small blocks do not."""
-    allocations: list[int] = []
-
-    def alloc(n: int) -> memoryview:
-        allocations.append(n)
-        return memoryview(bytearray(n))
-
-    big = decoder.DEFER_ALLOCATION
-    dec = impl.FrameDecoder(read_buffer=256, direct_read=64, allocate=alloc)
-    dec.demand = False
-    dec.feed(wire([b"h", bytearray(b"s" * 100)], impl))  # direct but small
-    assert allocations == [101] and not dec.deferred
-    dec.pop()
-    data = wire([bytearray(b"L" * big)], impl)
-    dec.feed(data[:40])
-    assert dec.deferred and allocations == [101]
-    dec.demand = True
-    dec.resume()
-    assert not dec.deferred and allocations == [101, big]
-    dec.feed(data[40:])
-    assert bytes(dec.pop()[0][0]) == b"L" * big
-
-
-def test_deferred_decoder_still_accepts_input_when_asked(impl) -> None:
-    dec = impl.FrameDecoder(read_buffer=256, direct_read=64)
-    big = decoder.DEFER_ALLOCATION
-    data = wire([b"a"], impl) + wire([bytearray(b"C" * big)], impl)
-    dec.feed(data)  # feed keeps asking for buffers: the deferral must give way
-    assert not dec.deferred
-    assert [bytes(dec.pop()[0][0]) for _ in range(2)] == [b"a", b"C" * big]
+    assert len(dec.messages) == 2 and allocations == [110, 10 + big]
+    dec.feed(second[50:] + third[:40])
+    assert len(dec.messages) == 3 and allocations == [110, 10 + big, big]
+    dec.feed(third[40:])
+    got = [[bytes(f) for f in dec.pop()[0]] for _ in range(4)]
+    assert got == [[b"first"], [b"h" * 10, b"b" * 100], [b"h" * 10, b"B" * big], [b"L" * big]]
+    assert dec.at_boundary and dec.queued_bytes == 0
 
 
 def test_queued_one_frame_messages_are_invisible_to_the_gc(impl) -> None:

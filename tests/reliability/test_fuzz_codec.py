@@ -1,5 +1,5 @@
 """A hypothesis state machine drives the decoder and the encoder (pure and compiled)
-with arbitrary splits, interleaved reads / pops / resumes and flipped bytes.
+with arbitrary splits, interleaved reads and pops, and flipped bytes.
 
 A byte flipped in a frame's payload must give a message of the same frame lengths
 with exactly that byte changed (the oracle is patched and stays exact). A byte
@@ -136,13 +136,6 @@ class CodecMachine(RuleBasedStateMachine):
             self.expected.popleft()
         self.n_popped += 1
 
-    @rule()
-    def resume(self) -> None:
-        if self.failed:
-            return
-        if not self.dec.messages:
-            self._guard(self.dec.resume)
-
     @invariant()
     def accounting(self) -> None:
         # A queued message is a list of frames, or a one-frame message's bare
@@ -157,11 +150,8 @@ class CodecMachine(RuleBasedStateMachine):
             return
         # a valid stream: feed the rest, drain, and the decoder is at a boundary
         self.feed(len(self.pending) + 1, False)
-        while self.dec.messages or self.dec.deferred:
-            if self.dec.messages:
-                self.pop()
-            else:
-                self.dec.resume()
+        while self.dec.messages:
+            self.pop()
         assert not self.expected
         assert self.dec.at_boundary
 
