@@ -203,16 +203,19 @@ class Model:
             return sum(peer.unread) + message_bytes(op) <= limit
         if isinstance(op, Read):
             return me.ended or not self.quiet(side)
-        if isinstance(op, CancelRead):
-            return not me.ended and self.quiet(side)
-        if isinstance(op, DoubleRead):
-            return 5 not in open_bugs and not me.ended and self.quiet(side)
-        if me.ended:
+        if isinstance(op, (CancelRead, DoubleRead)):
+            # Both end in an abort of the comm: the abort rule below applies too.
+            if me.ended or not self.quiet(side):
+                return False
+            if isinstance(op, DoubleRead) and 5 in open_bugs:
+                return False
+        elif me.ended:
             return True  # Close, Abort, Reset of an ended comm: no-ops
-        if isinstance(op, Close) and not me.unread:
+        elif isinstance(op, Close) and not me.unread:
             return True  # a FIN after all it wrote: nothing is lost
-        # An abort, a reset, and a close with unread bytes in the receive queue
-        # (the kernel then answers close() with a RST, dropping its unsent data).
+        # An abort, a reset, a cancelled or double read (they abort), and a close
+        # with unread bytes in the receive queue (the kernel then answers close()
+        # with a RST, dropping its unsent data).
         if 2 in open_bugs and peer.unread and not isinstance(op, Close):
             return False
         return sum(peer.unread) <= ABORT_SAFE_BYTES
