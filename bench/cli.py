@@ -53,7 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
              "cluster": "scheduler-bound workloads on local clusters",
              "profile": "py-spy on the scheduler during a cluster workload",
              "report": "re-render saved results into markdown + PNG",
-             "quick": "summary A/B run under about 2 minutes (the default)",
+             "quick": "ping, stream, 64 KiB and a cluster workload, 3 paired "
+                      "repetitions each, in about 2 minutes (the default)",
              "all": "the full run: comm, cluster and profile with full bounds"}
     for name in SUBCOMMANDS:
         sp = sub.add_parser(name, help=helps[name], description=helps[name])
@@ -64,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="comma-separated event loops: asyncio, uvloop")
         sp.add_argument("--out", type=Path, default=None,
                         help="output directory (default ./bench-results/<timestamp>)")
-        sp.add_argument("--quiet", action="store_true", help="no progress bar")
+        sp.add_argument("--quiet", action="store_true",
+                        help="no progress and no report on stdout (report.md is written)")
         sp.add_argument("--no-plots", action="store_true", help="skip PNG plots")
         if name == "report":
             sp.add_argument("results", type=Path, help="results.json or its directory")
@@ -75,8 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="preset of counts and time bounds")
         sp.add_argument("--reps", type=int, default=None, help="repetitions")
         if name in ("comm", "quick", "all"):
-            sp.add_argument("--no-refs", action="store_true",
-                            help="skip the rawsock / rawaio / rawtask / proto references")
+            sp.add_argument("--refs", action=argparse.BooleanOptionalAction,
+                            default=name != "quick",
+                            help="the rawsock / rawaio / rawtask / proto references "
+                                 "(default: on, off for quick)")
         if name in ("cluster", "profile", "quick", "all"):
             sp.add_argument("--gc", type=_gcs, default=None,
                             help="scheduler GC: on, off or on,off")
@@ -146,8 +150,7 @@ def run(args: argparse.Namespace) -> Path:
         if args.cmd in ("comm", "quick", "all"):
             from bench.comm.suite import run_comm
 
-            doc["comm"] = run_comm(schemes, loops, comm_b, refs=not args.no_refs,
-                                   quiet=args.quiet)
+            doc["comm"] = run_comm(schemes, loops, comm_b, refs=args.refs, quiet=args.quiet)
         if args.cmd in ("cluster", "quick", "all"):
             from bench.cluster.suite import run_cluster
 
@@ -173,19 +176,12 @@ def run(args: argparse.Namespace) -> Path:
     md = markdown.render(doc, pl)
     (out / "report.md").write_text(md)
     if not args.quiet:
-        _print_summary(md)
+        # The markdown itself, whole: tables keep their width in a pipe, a file or
+        # a terminal (which wraps lines and cuts no cell), and report.md is what
+        # was printed.
+        print("\n" + md, end="", flush=True)
     print(f"results: {out / 'results.json'}, report: {out / 'report.md'}")
     return out
-
-
-def _print_summary(md: str) -> None:
-    try:
-        from rich.console import Console
-        from rich.markdown import Markdown
-
-        Console().print(Markdown(md.split("## py-spy")[0][:20000]))
-    except Exception:
-        print(md)
 
 
 def main(argv: list[str] | None = None) -> int:

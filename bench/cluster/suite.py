@@ -22,7 +22,8 @@ import psutil
 from bench.cluster import workloads
 from bench.cluster.procs import LocalCluster
 from bench.common.loops import run_on_loop
-from bench.common.options import REFERENCE_LOOP, REFERENCE_SCHEME, ClusterBounds, is_tls, over_budget
+from bench.common.options import (REFERENCE_SCHEME, ClusterBounds, is_tls, over_budget,
+                                  reference_loop, stock_peer, stock_scheme)
 from bench.common.progress import Bar
 from bench.common.stats import summarize
 from bench.common.tlsfiles import TLSFiles, make_tls_files
@@ -141,8 +142,8 @@ def run_one(scheme: str, loop: str, bounds: ClusterBounds, gcs: list[bool],
 def run_cluster(schemes: list[str], loops: list[str], bounds: ClusterBounds,
                 gcs: list[bool], *, quiet: bool = False) -> dict[str, Any]:
     """Run the cluster suite and return its JSON section."""
-    configs = [(REFERENCE_SCHEME, REFERENCE_LOOP)]
-    for s in schemes:
+    configs = [(REFERENCE_SCHEME, reference_loop(loops))]
+    for s in dict.fromkeys([REFERENCE_SCHEME, *map(stock_scheme, schemes), *schemes]):
         for lp in loops:
             if (s, lp) not in configs:
                 configs.append((s, lp))
@@ -172,14 +173,15 @@ def run_cluster(schemes: list[str], loops: list[str], bounds: ClusterBounds,
                         errors.append({"rep": rep, "config": label,
                                        "error": f"{type(exc).__name__}: {exc}",
                                        "traceback": traceback.format_exc(limit=6)})
-                        bar.log(f"[red]cluster {label} failed: {str(exc)[:300]}")
+                        bar.log(f"cluster {label} failed: {str(exc)[:300]}", error=True)
                         continue
                     loop_classes[label] = classes
                     samples += [{"rep": rep, "config": label, "metric": k,
                                  "value": float(v)} for k, v in values.items()]
                 reps_done = rep + 1
-    same_loop = {lab: f"{REFERENCE_SCHEME}@{lp}" for (s, lp), lab in zip(configs, labels)}
-    reference = f"{REFERENCE_SCHEME}@{REFERENCE_LOOP}"
+    peers = {lab: stock_peer("comm", s, lp, is_tls(s)) for (s, lp), lab in zip(configs, labels)}
+    same_loop = {lab: peer for lab, peer in peers.items() if peer in labels}
+    reference = labels[0]
     return {
         "configs": [{"label": lab, "scheme": s, "loop": lp}
                     for (s, lp), lab in zip(configs, labels)],

@@ -15,7 +15,8 @@ from typing import Any
 from bench.comm import drivers, references
 from bench.common import measure
 from bench.common.loops import run_on_loop, running_loop_class
-from bench.common.options import REFERENCE_LOOP, REFERENCE_SCHEME, CommBounds, is_tls, over_budget
+from bench.common.options import (REFERENCE_SCHEME, CommBounds, is_tls, over_budget,
+                                  reference_loop, stock_peer, stock_scheme)
 from bench.common.progress import Bar
 from bench.comm.serverproc import ServerProcess
 from bench.common.stats import summarize
@@ -24,7 +25,7 @@ from bench.common.tlsfiles import TLSFiles, make_tls_files
 
 @dataclasses.dataclass(frozen=True)
 class CommConfig:
-    """One column of the comm table: a scheme or reference on one loop."""
+    """One column of the comm tables: a scheme or a reference, on one loop."""
 
     label: str
     kind: str  # "comm", "rawsock", "rawaio", "rawtask" or "proto"
@@ -65,16 +66,12 @@ def metrics_for(bounds: CommBounds) -> dict[str, dict[str, Any]]:
 
 
 def build_configs(schemes: list[str], loops: list[str], refs: bool) -> list[CommConfig]:
-    """The schemes × loops, tcp on every loop plus tcp@asyncio, then references."""
-    cfg_loops = list(dict.fromkeys([REFERENCE_LOOP, *loops]))
-    out = [CommConfig(f"{REFERENCE_SCHEME}@{REFERENCE_LOOP}", "comm",
-                      REFERENCE_SCHEME, REFERENCE_LOOP, False)]
-    for scheme in dict.fromkeys([REFERENCE_SCHEME, *schemes]):
-        for loop in cfg_loops:
-            if loop == REFERENCE_LOOP and loop not in loops and scheme != REFERENCE_SCHEME:
-                continue
-            if loop not in loops and scheme == REFERENCE_SCHEME and loop != REFERENCE_LOOP:
-                continue
+    """tcp, the stock comm each scheme is set against (``stock_scheme``) and the
+    schemes, each on every loop (tcp on the reference loop first), then references."""
+    ref_loop = reference_loop(loops)
+    out = [CommConfig(f"{REFERENCE_SCHEME}@{ref_loop}", "comm", REFERENCE_SCHEME, ref_loop, False)]
+    for scheme in dict.fromkeys([REFERENCE_SCHEME, *map(stock_scheme, schemes), *schemes]):
+        for loop in loops:
             label = f"{scheme}@{loop}"
             if all(c.label != label for c in out):
                 out.append(CommConfig(label, "comm", scheme, loop, is_tls(scheme)))
@@ -153,18 +150,17 @@ def run_comm(schemes: list[str], loops: list[str], bounds: CommBounds, *,
                         errors.append({"rep": rep, "config": cfg.label,
                                        "error": f"{type(exc).__name__}: {exc}",
                                        "traceback": traceback.format_exc(limit=6)})
-                        bar.log(f"[red]comm {cfg.label} failed: {type(exc).__name__}: "
-                                f"{str(exc)[:200]}")
+                        bar.log(f"comm {cfg.label} failed: {type(exc).__name__}: "
+                                f"{str(exc)[:200]}", error=True)
                         continue
                     loop_classes[cfg.label] = classes
                     samples += [{"rep": rep, "config": cfg.label, "metric": k,
                                  "value": float(v)} for k, v in values.items()]
                 reps_done = rep + 1
-    same_loop = {c.label: f"{REFERENCE_SCHEME}@{c.loop}" for c in configs
-                 if c.loop and c.kind == "comm"}
-    same_loop.update({c.label: f"{REFERENCE_SCHEME}@{c.loop}" for c in configs
-                      if c.kind in ("rawaio", "rawtask")})
-    reference = f"{REFERENCE_SCHEME}@{REFERENCE_LOOP}"
+    labels = {c.label for c in configs}
+    peers = {c.label: stock_peer(c.kind, c.scheme, c.loop, c.tls) for c in configs}
+    same_loop = {lab: peer for lab, peer in peers.items() if peer in labels}
+    reference = configs[0].label
     return {
         "configs": [dataclasses.asdict(c) for c in configs],
         "reference": reference,

@@ -6,7 +6,9 @@ import dataclasses
 from collections.abc import Sequence
 
 LOOPS = ("asyncio", "uvloop")
-#: The reference configuration every ratio is paired against.
+#: The stock comm every run includes, on each of its loops; on this loop (when the
+#: run has it) it is the first column of every table. A comm's ratios are taken
+#: against the stock comm on its own loop (``stock_peer``).
 REFERENCE_SCHEME = "tcp"
 REFERENCE_LOOP = "asyncio"
 
@@ -76,6 +78,30 @@ def is_tls(scheme: str) -> bool:
     return scheme in ("tls", "wss") or scheme.endswith("+tls")
 
 
+def stock_scheme(scheme: str) -> str:
+    """The stock comm a scheme is set against: ``tls`` for TLS schemes, else ``tcp``."""
+    return "tls" if is_tls(scheme) else REFERENCE_SCHEME
+
+
+def reference_loop(loops: Sequence[str]) -> str:
+    """The loop of the first column of a run's tables (tcp on it): the reference
+    loop, or the run's first loop when it does not have that one."""
+    return REFERENCE_LOOP if REFERENCE_LOOP in loops else loops[0]
+
+
+def stock_peer(kind: str, scheme: str | None, loop: str | None, tls: bool) -> str | None:
+    """The label of the stock comm on the same loop that a configuration is set
+    against (``asyncio@uvloop``: ``tcp@uvloop``; ``asyncio+tls@asyncio``:
+    ``tls@asyncio``; the loop-less ``rawsock``: the reference loop), or None for
+    the stock comms themselves and for ``proto``, which does no I/O."""
+    if kind == "proto":
+        return None
+    stock = "tls" if tls else REFERENCE_SCHEME
+    if kind == "comm" and scheme == stock:
+        return None
+    return f"{stock}@{loop or REFERENCE_LOOP}"
+
+
 def available_default_schemes() -> list[str]:
     """tcp, tls, and asyncio/asyncio+tls when their entry points resolve."""
     out = ["tcp", "tls"]
@@ -127,11 +153,13 @@ COMM_BOUNDS = {
               128 * MiB: (8, 1.0)},
         clients=(1, 8, 32), clients_s=0.3, proto_n=3000, budget_s=300.0,
     ),
+    # quick: what can show a difference in about a minute on 2 cores, 3 times
+    # over on each side (stats.MIN_PAIRS): ping, stream and 64 KiB. The large
+    # sizes and the concurrent clients are for comm and all.
     "quick": CommBounds(
-        reps=2, ping_n=2000, ping_s=0.3, stream_n=30_000, stream_s=0.3,
-        bulk={64 * KiB: (5000, 0.25), MiB: (500, 0.25), 16 * MiB: (30, 0.3),
-              128 * MiB: (3, 0.5)},
-        clients=(1, 8, 32), clients_s=0.2, proto_n=1000, budget_s=50.0,
+        reps=3, ping_n=3000, ping_s=0.4, stream_n=40_000, stream_s=0.4,
+        bulk={64 * KiB: (8000, 0.4)}, clients=(), clients_s=0.0, proto_n=1000,
+        budget_s=150.0,
     ),
     "smoke": CommBounds(
         reps=1, ping_n=50, ping_s=0.2, stream_n=200, stream_s=0.2,
@@ -141,10 +169,15 @@ COMM_BOUNDS = {
 }
 
 CLUSTER_BOUNDS = {
-    "full": ClusterBounds(reps=2, wide=100_000, tree=4096, shuffle=50, workers=2,
+    # full: 3 repetitions (stats.MIN_PAIRS) of wide, tree and shuffle; the wide map
+    # (about 8 s at 6,000 tasks/s) is half the size it had with 2 repetitions, so
+    # that all stays under 15 minutes.
+    "full": ClusterBounds(reps=3, wide=50_000, tree=4096, shuffle=50, workers=2,
                           threads=4, workload_timeout_s=120.0, budget_s=480.0),
-    "quick": ClusterBounds(reps=1, wide=6000, tree=2048, shuffle=24, workers=2,
-                           threads=4, workload_timeout_s=60.0, budget_s=45.0),
+    # quick: the wide map alone, long enough (about 2 s) that a cluster's start and
+    # the timer do not set its wall time, 3 times on each side.
+    "quick": ClusterBounds(reps=3, wide=12_000, tree=0, shuffle=0, workers=2,
+                           threads=4, workload_timeout_s=60.0, budget_s=240.0),
     "smoke": ClusterBounds(reps=1, wide=200, tree=64, shuffle=5, workers=1,
                            threads=2, workload_timeout_s=30.0, budget_s=60.0),
 }

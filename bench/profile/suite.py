@@ -151,5 +151,5 @@ def run_profile(schemes: list[str], loops: list[str], bounds: ClusterBounds,
                                             Path(tmp) / tag, out, nonblocking, native, bar))
                 except Exception as exc:
                     errors.append({"config": tag, "error": f"{type(exc).__name__}: {exc}"})
-                    bar.log(f"[red]profile {tag} failed: {str(exc)[:300]}")
+                    bar.log(f"profile {tag} failed: {str(exc)[:300]}", error=True)
     return {"runs": runs, "errors": errors, "categories": list(speedscope.CATEGORIES)}

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from bench.report import ratios
+
 
 def fmt(value: float | None) -> str:
     """A compact human number: 12,345 / 123.4 / 1.23."""
@@ -20,32 +22,16 @@ def fmt(value: float | None) -> str:
     return f"{value:.2f}"
 
 
-def _cell(entry: dict[str, Any] | None, is_ref: bool) -> str:
-    if not entry:
-        return "–"
-    text = fmt(entry.get("median"))
-    r = entry.get("ratio_ref")
-    if not is_ref and r is not None:
-        text += f" ({r:.2f}×)"
-    return text
-
-
-def section_table(sec: dict[str, Any], ratio_key: str = "ratio_ref") -> str:
-    """Rows = metrics, columns = configs; cells are medians with ratios."""
-    labels = [c["label"] for c in sec["configs"]]
+def section_table(sec: dict[str, Any]) -> str:
+    """Rows = metrics, columns = configs; cells are medians over the repetitions."""
     summary = sec["summary"]
-    labels = [lab for lab in labels if lab in summary]
+    labels = [c["label"] for c in sec["configs"] if c["label"] in summary]
     lines = ["| metric | " + " | ".join(labels) + " |",
              "|---|" + "---|" * len(labels)]
     for metric, meta in sec["metrics"].items():
         if not any(metric in summary.get(lab, {}) for lab in labels):
             continue
-        cells = []
-        for lab in labels:
-            entry = summary.get(lab, {}).get(metric)
-            if ratio_key != "ratio_ref" and entry:
-                entry = {"median": entry.get("median"), "ratio_ref": entry.get(ratio_key)}
-            cells.append(_cell(entry, lab == sec["reference"] and ratio_key == "ratio_ref"))
+        cells = [fmt((summary.get(lab, {}).get(metric) or {}).get("median")) for lab in labels]
         title = meta.get("title", metric)
         unit = meta.get("unit", "")
         if unit:
@@ -83,9 +69,8 @@ def _loop_classes(sec: dict[str, Any]) -> str:
 
 
 def _notes(sec: dict[str, Any], name: str) -> str:
-    out = [f"{sec.get('reps_done', '?')} repetition(s), interleaved; medians. "
-           f"(×) is the speed-up against `{sec['reference']}` paired within each "
-           "repetition: > 1 is better, for throughputs and for costs alike."]
+    out = [f"{sec.get('reps_done', '?')} repetition(s), interleaved (each configuration "
+           "in turn, in fresh processes); medians over the repetitions."]
     if sec.get("truncated"):
         out.append("**The time budget cut this section short.**")
     for err in sec.get("errors", [])[:10]:
@@ -125,52 +110,25 @@ def _profile(prof: dict[str, Any]) -> str:
     return "\n".join(lines) + f"\n\nSpeedscope files (open in speedscope.app): {files}"
 
 
-HEADLINE = {
-    "comm": ("ping_rts", "ping_cpu_us", "stream_msgs", "clients_32_rts",
-             "bulk_128MiB_gibs"),
-    "cluster": ("wide_gc_on_tps", "wide_gc_on_loop_cpu_us", "shuffle_gc_on_tps"),
-}
-
-
-def headline(doc: dict[str, Any]) -> str:
-    """One line per non-tcp comm configuration: its key ratios against tcp@asyncio."""
-    lines: list[str] = []
-    for name, keys in HEADLINE.items():
-        sec = doc.get(name)
-        if not sec:
-            continue
-        for cfg in sec["configs"]:
-            lab = cfg["label"]
-            if lab == sec["reference"] or cfg.get("kind", "comm") != "comm":
-                continue
-            summ = sec["summary"].get(lab, {})
-            parts = [f"{sec['metrics'][k]['title']} {summ[k]['ratio_ref']:.2f}×"
-                     for k in keys if summ.get(k, {}).get("ratio_ref") is not None]
-            if parts:
-                lines.append(f"- {name} `{lab}`: " + "; ".join(parts))
-    if not lines:
-        return ""
-    return ("Speed-ups against `tcp@asyncio` (paired medians; > 1 is better):\n\n"
-            + "\n".join(lines))
-
-
 def render(doc: dict[str, Any], plots: dict[str, list[str]] | None = None) -> str:
     """The whole markdown report of a result document."""
     plots = plots or {}
     out = [f"# asynciocomm-bench results ({doc.get('mode', '')})", "",
            _environment(doc), ""]
-    head = headline(doc)
+    head = ratios.headline(doc)
     if head:
         out += ["## Headline", "", head, ""]
     for name, title in (("comm", "Comm level"), ("cluster", "Scheduler-bound cluster")):
         sec = doc.get(name)
         if not sec:
             continue
-        out += [f"## {title}", "", _notes(sec, name), "", section_table(sec), ""]
-        if name == "comm" and sec.get("same_loop_refs"):
-            out += ["Against `tcp` on the same loop (paired):", "",
-                    section_table(sec, "ratio_same_loop"), ""]
-        if name == "comm":
+        out += [f"## {title}", "", _notes(sec, name), "", "Medians:", "",
+                section_table(sec), ""]
+        table = ratios.ratio_table(sec)
+        if table:
+            out += ["Against the stock comm on the same loop (paired ratios, > 1 is "
+                    "better; range; pairs):", "", table, ""]
+        if name == "comm" and any(c.get("kind", "comm") != "comm" for c in sec["configs"]):
             out += ["References: `rawsock` = blocking sockets (sendall/recv_into) "
                     "between two processes; `rawaio@loop` = a bare asyncio Protocol "
                     "with no dask serialization; `rawtask@loop` = the same in the "

@@ -17,40 +17,47 @@ def speedscope_file() -> Path:
     return DATA / "speedscope-scheduler-tcp.json"
 
 
-def _section(configs: list[str], values: dict[str, list[float]],
+def _section(metric: str, title: str, values: dict[str, list[float]],
              higher: bool = True) -> dict[str, Any]:
+    """A section with one metric; configurations are labelled scheme@loop."""
     from bench.common.stats import summarize
 
-    metrics = {"m": {"title": "a metric", "unit": "op/s", "higher_is_better": higher}}
-    samples = [{"rep": rep, "config": cfg, "metric": "m", "value": v}
+    metrics = {metric: {"title": title, "unit": "op/s", "higher_is_better": higher}}
+    samples = [{"rep": rep, "config": cfg, "metric": metric, "value": v}
                for cfg, vals in values.items() for rep, v in enumerate(vals)]
+    configs = list(values)
+    peers = {c: f"tcp@{c.split('@')[1]}" for c in configs if not c.startswith("tcp@")}
     return {
-        "configs": [{"label": c} for c in configs],
+        "configs": [{"label": c, "scheme": c.split("@")[0], "loop": c.split("@")[1]}
+                    for c in configs],
         "reference": configs[0],
-        "same_loop_refs": {},
+        "same_loop_refs": peers,
         "metrics": metrics,
         "samples": samples,
-        "summary": summarize(samples, metrics, configs[0], {}),
+        "summary": summarize(samples, metrics, configs[0], peers),
         "loop_classes": {c: {"server": "uvloop.Loop"} for c in configs},
-        "reps_done": 2,
+        "reps_done": max(len(v) for v in values.values()),
         "errors": [],
     }
 
 
 @pytest.fixture
 def tiny_doc() -> dict[str, Any]:
-    """A small, valid result document with comm, cluster and profile sections."""
+    """A small, valid result document with comm, cluster and profile sections. In
+    comm, asyncio@uvloop beats tcp@uvloop 3, 2 and 2.5 times over 3 repetitions;
+    in cluster, asyncio@asyncio halves tcp@asyncio's wall time, over 2 repetitions
+    only."""
     from bench.common.results import new_document
 
     doc = new_document("smoke", ["comm", "--size", "smoke"])
-    doc["comm"] = _section(["tcp@asyncio", "asyncio@uvloop"],
-                           {"tcp@asyncio": [100.0, 200.0],
-                            "asyncio@uvloop": [300.0, 400.0]})
-    doc["cluster"] = _section(["tcp@asyncio", "asyncio@asyncio"],
+    doc["comm"] = _section("ping_rts", "a metric",
+                           {"tcp@uvloop": [100.0, 200.0, 100.0],
+                            "asyncio@uvloop": [300.0, 400.0, 250.0]})
+    doc["cluster"] = _section("wide_gc_on_wall_s", "wide wall",
                               {"tcp@asyncio": [10.0, 10.0],
                                "asyncio@asyncio": [5.0, 5.0]}, higher=False)
     doc["profile"] = {"runs": [{
-        "config": "tcp@asyncio", "gc": True, "speedscope": "speedscope-x.json",
+        "config": "tcp@uvloop", "gc": True, "speedscope": "speedscope-x.json",
         "samples": 10, "shares": {"comm read": 0.25, "transitions": 0.5, "idle": 0.25},
         "update_graph_parts": {"new tasks": 0.1},
         "overhead": {"wall_ratio": 1.1, "cpu_ratio": 1.2},

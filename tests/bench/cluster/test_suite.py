@@ -14,7 +14,7 @@ def test_cluster_smoke(tmp_path: Path) -> None:
     assert rc == 0
     sec = load(tmp_path)["cluster"]
     assert sec["errors"] == []
-    assert [c["label"] for c in sec["configs"]] == ["tcp@asyncio", "tcp@uvloop"]
+    assert [c["label"] for c in sec["configs"]] == ["tcp@uvloop"]
     assert sec["loop_classes"]["tcp@uvloop"]["scheduler"] == "uvloop.Loop"
     for wl in ("wide", "tree", "shuffle"):
         entry = sec["summary"]["tcp@uvloop"][f"{wl}_gc_off_tps"]

@@ -27,9 +27,9 @@ def test_valid_document(tiny_doc: dict[str, Any]) -> None:
     (lambda d: d.pop("environment"), "environment"),
     (lambda d: [d.pop(k) for k in ("comm", "cluster", "profile")], "no comm"),
     (lambda d: d["comm"]["samples"].append(
-        {"rep": 0, "config": "nope", "metric": "m", "value": 1.0}), "unknown"),
+        {"rep": 0, "config": "nope", "metric": "ping_rts", "value": 1.0}), "unknown"),
     (lambda d: d["comm"]["samples"].append(
-        {"rep": 0, "config": "tcp@asyncio", "metric": "zz", "value": 1.0}), "unknown"),
+        {"rep": 0, "config": "tcp@uvloop", "metric": "zz", "value": 1.0}), "unknown"),
     (lambda d: d["comm"]["samples"][0].update(value="fast"), "not a number"),
     (lambda d: d["profile"]["runs"][0]["shares"].update(idle=0.9), "sum to 1"),
 ])
@@ -40,12 +40,12 @@ def test_invalid_documents(tiny_doc: dict[str, Any], mutate: Any, fragment: str)
 
 
 def test_save_load_roundtrip_replaces_nan(tiny_doc: dict[str, Any], tmp_path: Path) -> None:
-    tiny_doc["comm"]["summary"]["tcp@asyncio"]["m"]["median"] = math.nan
+    tiny_doc["comm"]["summary"]["tcp@uvloop"]["ping_rts"]["median"] = math.nan
     path = save(tiny_doc, tmp_path)
     text = path.read_text()
     assert "NaN" not in text
     back = load(tmp_path)  # a directory works too
-    assert back["comm"]["summary"]["tcp@asyncio"]["m"]["median"] is None
+    assert back["comm"]["summary"]["tcp@uvloop"]["ping_rts"]["median"] is None
     assert back["comm"]["samples"] == tiny_doc["comm"]["samples"]
 
 

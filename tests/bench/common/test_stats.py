@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.common.stats import percentile, summarize
+from bench.common.stats import Comparison, percentile, summarize
 
 
 def test_ratios_are_paired_within_repetitions() -> None:
@@ -49,3 +49,29 @@ def test_percentile() -> None:
     assert percentile([1, 2, 3, 4, 5], 50) == 3
     assert percentile(list(range(101)), 99) == 99
     assert percentile([1.0, 2.0], 50) == 1.5
+
+
+@pytest.mark.parametrize("ratios, measurable", [
+    ((2.0, 2.1, 1.9), True),
+    ((0.8, 0.85, 0.9), True),       # a measurable slow-down
+    ((2.0, 2.1), False),            # fewer than 3 pairs
+    ((0.9, 1.2, 1.1), False),       # the range crosses 1.0
+    ((1.0, 1.1, 1.2), False),       # and reaches it
+    ((0.92, 0.98, 0.998), False),   # as printed: 0.92-1.00
+    ((1.01, 1.1, 1.2), True),
+])
+def test_a_comparison_is_measurable_with_three_pairs_clear_of_one(
+        ratios: tuple[float, ...], measurable: bool) -> None:
+    c = Comparison(ratios)
+    assert c.measurable is measurable
+    assert (c.lo, c.hi, c.n) == (min(ratios), max(ratios), len(ratios))
+
+
+def test_summary_keeps_the_same_loop_range_and_pairs() -> None:
+    metrics = {"m": {"higher_is_better": True}}
+    samples = [{"rep": r, "config": c, "metric": "m", "value": v}
+               for c, vals in (("A", [1.0, 2.0, 4.0]), ("B", [3.0, 4.0, 4.0]))
+               for r, v in enumerate(vals)]
+    entry = summarize(samples, metrics, "A", {"B": "A"})["B"]["m"]
+    assert entry["ratio_same_loop"] == 2.0
+    assert entry["same_loop_range"] == [1.0, 3.0] and entry["same_loop_pairs"] == 3

@@ -19,15 +19,27 @@ def test_fmt() -> None:
 def test_render_markdown(tiny_doc: dict[str, Any]) -> None:
     md = markdown.render(tiny_doc, {"comm": ["comm_m.png"]})
     assert md.startswith("# asynciocomm-bench results")
-    assert "| metric | tcp@asyncio | asyncio@uvloop |" in md
-    # medians 150 and 350, paired ratios 3.0 and 2.0 -> median 2.5
-    assert "| a metric, op/s | 150 | 350 (2.50×) |" in md
-    # cluster: lower is better, 10 -> 5 is a 2x speed-up
-    assert "| 10.0 | 5.00 (2.00×) |" in md
+    # medians only in the first table: 100 and 300
+    assert "| metric | tcp@uvloop | asyncio@uvloop |" in md
+    assert "| a metric, op/s | 100 | 300 |" in md
+    # paired ratios 3.0, 2.0 and 2.5 against tcp on the same loop
+    assert "| a metric, op/s | 2.50× (2.00–3.00×, 3 pairs) |" in md
+    # cluster: 2x less wall time, but over 2 pairs only
+    assert "| wide wall, op/s | 10.0 | 5.00 |" in md
+    assert "| wide wall, op/s | no measurable difference (2 pairs) |" in md
     assert "asynciocomm-bench comm --size smoke" in md
     assert "![comm_m.png](comm_m.png)" in md
     assert "| transitions | 50.0 % |" in md
     assert "1.10× wall" in md
+
+
+def test_the_headline_sets_each_comm_against_stock_on_its_loop(
+        tiny_doc: dict[str, Any]) -> None:
+    head = markdown.render(tiny_doc).split("## Headline")[1].split("\n## ")[0]
+    assert ("| measurement | `asyncio@uvloop` vs `tcp@uvloop` | "
+            "`asyncio@asyncio` vs `tcp@asyncio` |") in head
+    assert "| a metric, op/s | 2.50× (2.00–3.00×, 3 pairs) | – |" in head
+    assert "| wide wall, op/s | – | no measurable difference (2 pairs) |" in head
 
 
 def test_report_subcommand_rerenders(tiny_doc: dict[str, Any], tmp_path: Path) -> None:
@@ -40,5 +52,5 @@ def test_report_subcommand_rerenders(tiny_doc: dict[str, Any], tmp_path: Path) -
                    "--name", "README.md"])
     assert rc == 0
     md = (out / "README.md").read_text()
-    assert "| a metric, op/s | 150 | 350 (2.50×) |" in md
-    assert (out / "comm_m.png").exists()
+    assert "| a metric, op/s | 2.50× (2.00–3.00×, 3 pairs) |" in md
+    assert (out / "comm_ping_rts.png").exists()

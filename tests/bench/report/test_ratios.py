@@ -1,0 +1,55 @@
+"""Same-loop ratios with their spread: the peers, the cells, and the saved record."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from bench.common.results import load
+from bench.common.stats import Comparison
+from bench.report import ratios
+
+RESULTS = Path(__file__).resolve().parents[3] / "bench" / "results" / "results.json"
+
+
+def test_cells() -> None:
+    assert ratios.cell(Comparison((2.0, 2.5, 3.0))) == "2.50× (2.00–3.00×, 3 pairs)"
+    assert ratios.cell(Comparison((0.5, 0.6, 0.7))) == "0.60× (0.50–0.70×, 3 pairs)"
+    assert ratios.cell(Comparison((0.9, 1.5, 2.0))) == "no measurable difference (3 pairs)"
+    assert ratios.cell(Comparison((3.0,))) == "no measurable difference (1 pair)"
+    assert ratios.cell(Comparison(())) == ratios.cell(None) == "–"
+
+
+def test_each_configuration_is_set_against_stock_on_its_own_loop() -> None:
+    configs = [{"label": "tcp@asyncio", "kind": "comm", "scheme": "tcp", "loop": "asyncio"},
+               {"label": "tcp@uvloop", "kind": "comm", "scheme": "tcp", "loop": "uvloop"},
+               {"label": "tls@uvloop", "kind": "comm", "scheme": "tls", "loop": "uvloop",
+                "tls": True},
+               {"label": "asyncio@uvloop", "kind": "comm", "scheme": "asyncio",
+                "loop": "uvloop"},
+               {"label": "asyncio+tls@uvloop", "kind": "comm", "scheme": "asyncio+tls",
+                "loop": "uvloop", "tls": True},
+               {"label": "rawsock", "kind": "rawsock", "scheme": None, "loop": None},
+               {"label": "rawtask@uvloop", "kind": "rawtask", "scheme": None,
+                "loop": "uvloop"},
+               {"label": "proto", "kind": "proto", "scheme": None, "loop": None}]
+    # the stock comms and proto have none; a saved document's own map sets TLS
+    # against tcp, but the peers come from the configurations
+    sec = {"configs": configs, "same_loop_refs": {"asyncio+tls@uvloop": "tcp@uvloop"}}
+    assert ratios.peers(sec) == {"asyncio@uvloop": "tcp@uvloop",
+                                 "asyncio+tls@uvloop": "tls@uvloop",
+                                 "rawsock": "tcp@asyncio", "rawtask@uvloop": "tcp@uvloop"}
+
+
+def test_the_saved_record_renders_in_the_same_form() -> None:
+    """bench/results/results.json, saved by an earlier version of the bench, renders
+    a headline of same-loop ratios with their spread, TLS against TLS."""
+    head = ratios.headline(load(RESULTS))
+    rows = [line for line in head.splitlines() if line.startswith("| ")]
+    assert "`asyncio+tls@uvloop` vs `tls@uvloop`" in rows[0]
+    assert "`asyncio@uvloop` vs `tcp@uvloop`" in rows[0]
+    cell = re.compile(r"^(\d+\.\d\d× \(\d+\.\d\d–\d+\.\d\d×, \d+ pairs\)"
+                      r"|no measurable difference \(\d+ pairs?\)|–)$")
+    for row in rows[1:]:
+        for c in row.strip("|").split("|")[1:]:
+            assert cell.match(c.strip()), (row, c)
