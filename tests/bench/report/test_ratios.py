@@ -53,3 +53,18 @@ def test_the_saved_record_renders_in_the_same_form() -> None:
     for row in rows[1:]:
         for c in row.strip("|").split("|")[1:]:
             assert cell.match(c.strip()), (row, c)
+
+
+def test_the_readmes_carry_the_records_headline() -> None:
+    """The README's headline and bench/results/README.md show the headline table
+    that the saved record renders, cell for cell: same loop, ranges, noise as noise."""
+    root = RESULTS.parents[2]
+    want = [line for line in ratios.headline(load(RESULTS)).splitlines()
+            if line.startswith("|")]
+    readme = (root / "README.md").read_text()
+    section = readme.split("<!-- bench-headline -->", 1)[1].split("<!-- /bench-headline -->")[0]
+    record = (root / "bench" / "results" / "README.md").read_text()
+    for text in (section, record):
+        lines = text.splitlines()
+        start = lines.index(want[0])
+        assert lines[start:start + len(want)] == want
