@@ -136,7 +136,8 @@ def run_one(scheme: str, loop: str, bounds: ClusterBounds, gcs: list[bool],
         try:
             return run_on_loop(main, loop)
         except Exception as exc:
-            raise RuntimeError(f"{exc} | scheduler log: {cluster.log_tail('scheduler', 5)}") from exc
+            raise RuntimeError(f"{type(exc).__name__}: {exc} | scheduler log: "
+                               f"{cluster.log_tail('scheduler', 5)}") from exc
 
 
 def run_cluster(schemes: list[str], loops: list[str], bounds: ClusterBounds,

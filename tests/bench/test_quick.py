@@ -66,8 +66,9 @@ def test_the_report_is_what_the_run_printed_whole(run: tuple[str, Path]) -> None
     stdout, out = run
     assert (out / "report.md").read_text() in stdout
     assert "…" not in stdout and "\x1b[" not in stdout  # nothing cut, no terminal codes
-    # the progress display is plain lines
-    assert re.search(r"^comm: rep 3/3 asyncio@uvloop \(", stdout, re.M)
+    # the progress display is plain lines (a busy machine's budget may stop a
+    # section before its third repetition)
+    assert re.search(r"^comm: rep 1/3 asyncio@uvloop \(\d+/\d+ steps, \d+ s\)$", stdout, re.M)
     assert re.search(r"^cluster: done in \d+ s$", stdout, re.M)
 
 
