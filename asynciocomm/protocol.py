@@ -20,6 +20,7 @@ Strategy:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any, cast
@@ -54,12 +55,14 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
 
 #: A plaintext TLS alert record: fatal, protocol_version (RFC 8446, 6.2).
 TLS_PROTOCOL_VERSION_ALERT = bytes([21, 3, 1, 0, 2, 2, 70])
-#: Seconds close() waits, over TLS, for the peer to answer its close_notify once
-#: every byte written is in the kernel. The stock comm never waits for its peer
+#: Seconds close() waits, over TLS, for the close_notify exchange once the TLS
+#: layer has taken every byte written. The stock comm never waits for its peer
 #: (it shuts its socket down once flushed); a live peer answers within a loop
 #: iteration or two, and a peer whose event loop is blocked must not stall, say,
-#: a scheduler's shutdown. Past it the connection is aborted, which can cut off
-#: nothing but the close_notify alert itself.
+#: a scheduler's shutdown. Past it close() returns and the transport finishes
+#: on its own: it still sends what it holds, then the close_notify, and gives up
+#: only after its shutdown timeout (see tlsargs.tls_timeouts), as the kernel
+#: gives up on the stock comm's unsent bytes after TCP_USER_TIMEOUT.
 CLOSE_NOTIFY_WAIT = 0.2
 #: Seconds a peer that broke the protocol has to take the bytes already written
 #: to it before its connection is reset (see FramedProtocol._protocol_failure).
@@ -101,9 +104,6 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
         # of ours per receive.
         self.get_buffer = self._decoder.get_buffer  # type: ignore[method-assign]
         self.transport: asyncio.Transport | None = None
-        #: The plain transport under a TLS one, where the connection started TLS
-        #: itself (loop.start_tls); close() then waits for it to empty too.
-        self.raw_transport: asyncio.Transport | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._read_waiter: asyncio.Future[None] | None = None
         self._reading_paused = False
@@ -124,6 +124,7 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
         self._exc: BaseException | None = None
         self._lost_waiter: asyncio.Future[None] | None = None
         self._abort_handle: asyncio.Handle | None = None
+        self._tls = False
 
     # -- asyncio callbacks ----------------------------------------------------------
 
@@ -132,6 +133,7 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
         self.transport = cast(asyncio.Transport, transport)
         self._loop = asyncio.get_running_loop()
         self._lost_waiter = self._loop.create_future()
+        self._tls = transport.get_extra_info("sslcontext") is not None
         s = self.settings
         transport = self.transport
         transport.set_write_buffer_limits(high=s.write_high_water, low=s.write_low_water)
@@ -165,7 +167,7 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
         # replies to those requests still go to the kernel. Otherwise (and
         # always over TLS, whose transports close on EOF whatever we return)
         # our side closes too.
-        return bool(self._decoder.messages) and self.extra_info("sslcontext") is None
+        return bool(self._decoder.messages) and not self._tls
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = True
@@ -183,7 +185,6 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
         if self._lost_waiter is not None and not self._lost_waiter.done():
             self._lost_waiter.set_result(None)
         self.transport = None  # break the transport <-> protocol cycle
-        self.raw_transport = None
 
     # -- state helpers -----------------------------------------------------------
 
@@ -299,26 +300,24 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
                 await asyncio.shield(self._large_writer)
             self._flush()
             await self._wait_until_sent()
-            await self._wait_raw_sent()
         except CommClosedError:
             pass  # the connection went first: nothing left to flush (as stock)
         finally:
             if self.transport is not None:
                 self.transport.close()
         waiter = self._lost_waiter
-        if waiter is not None and not waiter.done():
-            # Everything is in the kernel once the plain transport under TLS is
-            # empty too; without it in view, the TLS transport's own buffer may
-            # still hold data, so its shutdown gets the connect timeout.
-            bound = (
-                CLOSE_NOTIFY_WAIT
-                if self.raw_transport is not None
-                else self.settings.connect_timeout
-            )
-            try:
-                await asyncio.wait_for(asyncio.shield(waiter), bound)
-            except asyncio.TimeoutError:
-                self.abort()
+        if waiter is None or waiter.done():
+            return
+        if self._tls:
+            # The plain transport under the TLS one may still hold ciphertext
+            # (its buffer is not in the count we waited on): never abort here.
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(waiter), CLOSE_NOTIFY_WAIT)
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(waiter), self.settings.connect_timeout)
+        except asyncio.TimeoutError:
+            self.abort()  # the transport had sent everything: nothing is cut
 
     def abort(self) -> None:
         """Close the connection now, losing no more than the stock comm would.

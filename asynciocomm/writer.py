@@ -59,11 +59,6 @@ TLS_WRITE_THROUGH_MIN = 32 * 1024
 #: batching large messages: asyncio's TCP transport (64 KiB: 2.46-2.57 GiB/s
 #: batched, 1.94-2.13 not) and uvloop's, which sends a batch with one writev.
 NO_WRITE_THROUGH_MIN = sys.maxsize
-#: Polling interval (seconds) of close()'s wait for the plain transport under a
-#: TLS one to empty: from 1 ms, a loop iteration or two on a healthy peer,
-#: doubling to 50 ms for a peer that takes long, where polling costs nothing.
-RAW_FLUSH_POLL_MIN = 0.001
-RAW_FLUSH_POLL_MAX = 0.05
 
 
 def keeps_references(transport: asyncio.BaseTransport) -> bool:
@@ -168,7 +163,6 @@ class BatchWriter:
     _chunk_large: bool
     _chunk_until_empty: bool
     _large_writer: asyncio.Future[None] | None
-    raw_transport: asyncio.Transport | None
 
     if TYPE_CHECKING:  # provided by the protocol
 
@@ -320,24 +314,6 @@ class BatchWriter:
                 self.transport.set_write_buffer_limits(
                     high=s.write_high_water, low=s.write_low_water
                 )
-
-    async def _wait_raw_sent(self) -> None:
-        """Over TLS, wait until the plain transport under the TLS one has handed
-        its ciphertext to the kernel too: its buffer is not in the TLS
-        transport's count, and it reports its flow control to the TLS layer,
-        not to us, so it is polled. Known only where the connection set up TLS
-        itself (``raw_transport``). Bounded, as the rest of the flush, by the
-        kernel's dead-peer detection, which ends the connection."""
-        raw = self.raw_transport
-        delay = RAW_FLUSH_POLL_MIN
-        while (
-            raw is not None
-            and not self._lost
-            and not raw.is_closing()
-            and raw.get_write_buffer_size()
-        ):
-            await asyncio.sleep(delay)
-            delay = min(2 * delay, RAW_FLUSH_POLL_MAX)
 
     async def _chunk_sent(self) -> None:
         """Wait until the next chunk may go: until the socket transport's buffer

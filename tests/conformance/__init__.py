@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import Any
 
 #: The modules that hold checks, by area.
-MODULES = ("messages", "lifecycle")
+MODULES = ("messages", "lifecycle", "closing")
 
 
 def modules() -> list[ModuleType]:
