@@ -177,11 +177,18 @@ class Model:
         It does once the peer has ended and ``side`` has read every message:
         Tornado notices the FIN (or RST) only if it happened to listen for
         reads at that moment (an idle stream with an empty buffer does, one
-        whose last read was served inline does not). While complete messages
-        are unread it never notices, so ``closed()`` is False (strict).
+        whose last read was served inline does not).
         """
         st = self.sides[side]
         return not st.ended and self.peer_ended(side) and not st.unread
+
+    def unread_after_end(self, side: Side) -> bool:
+        """The peer has ended and ``side`` still has messages to read: stock's
+        ``closed()`` is mostly False then, but True when Tornado was still
+        listening for reads as the FIN came (it depends on the reads before;
+        see compare.SAFER, ``closed-while-unread``)."""
+        st = self.sides[side]
+        return not st.ended and self.peer_ended(side) and bool(st.unread)
 
     def allowed(self, op: Op, open_bugs: frozenset[int] = frozenset()) -> bool:
         """Whether the generator may offer ``op`` now (its stock outcome is fixed).

@@ -249,7 +249,8 @@ def _closed(comms: dict[str, Comm | None], model: Model, open_bugs: frozenset[in
             1 in open_bugs and model.peer_ended(s) and not model.sides[s].ended)
         if free:
             run.trace.details.append(f"{what}: closed() of {s} masked, was {value}")
-        marks.append(f"{s}{'?' if free else value}")
+        # '*': messages are unread after the peer's end (compare.SAFER).
+        marks.append(f"{s}?" if free else f"{s}{value}{'*' * model.unread_after_end(s)}")
     return " ".join(marks)
 
 

@@ -83,3 +83,12 @@ def test_reads_that_abort_follow_the_abort_rule() -> None:
     assert model.allowed(DoubleRead("A")) and model.allowed(CancelRead("A"))
     model.apply(Write("A", "array", 4 << 20))
     assert not model.allowed(DoubleRead("A")) and not model.allowed(CancelRead("A"))
+
+
+def test_only_a_safer_closed_is_excused() -> None:
+    safer = {s.name: s.applies for s in compare.SAFER}["closed-while-unread"]
+    where = "step 3 A.close() closed"
+    assert safer(where, "AT BT*", "AT BF*")  # ours keeps serving what is unread
+    assert not safer(where, "AT BF*", "AT BT*")  # the other way is issue 16 item 1
+    assert not safer(where, "AT BT", "AT BF")  # nothing unread: not excused
+    assert not safer("step 3 B.read()", "AT BT*", "AT BF*")
