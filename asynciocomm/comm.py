@@ -7,7 +7,7 @@ import weakref
 from typing import Any
 
 from distributed.comm.core import Comm, CommClosedError
-from distributed.comm.utils import from_frames, to_frames
+from distributed.comm.utils import from_frames
 
 from asynciocomm.speedups import encode_frames, encode_single
 from asynciocomm.config import C_INT_MAX
@@ -131,18 +131,7 @@ class AsyncioComm(Comm):
         elif packed is not FALLBACK:
             buffers, nbytes = encode_frames(packed, self._coalesce)
         else:
-            frames = await to_frames(
-                msg,
-                allow_offload=self.allow_offload,
-                serializers=serializers,
-                on_error=on_error,
-                context={
-                    "sender": self.local_info,
-                    "recipient": self.remote_info,
-                    **self.handshake_options,
-                },
-                frame_split_size=self.max_shard_size,
-            )
+            frames = await self._codec.fallback(msg, self, serializers, on_error)
             buffers, nbytes = encode_frames(frames, self._coalesce)
         try:
             waiting = self._protocol.send(buffers, nbytes)

@@ -7,16 +7,23 @@ Most scheduler traffic is small msgpack-only messages (``task-finished``,
 packing, and ``from_frames`` calls a Python ``object_hook`` for every dict.
 
 * **Write.** :meth:`MessageCodec.dumps` packs the message with one persistent
-  msgpack ``Packer(use_bin_type=True)`` whose ``default`` hook mirrors
-  distributed's ``_encode_default``: ``ToPickle`` (a task's ``run_spec`` in every
-  ``compute-task``), sets and enums, and, when the comm passes itself, the
-  ``Serialize`` / ``Serialized`` sub-frames of data messages, built by the same
-  distributed functions with the comm's context, shard size and compression
-  (a plain NumPy array by :mod:`asynciocomm.arrays`, with the same result).
-  The frames are then exactly those of ``distributed.protocol.dumps``.
-  ``Pickled``, a ``ToPickle`` that yields out-of-band pickle buffers (they would
-  be compressed), a message ``to_frames`` would offload, and anything that fails
-  make it return FALLBACK, and the comm calls ``to_frames``, offload and all.
+  msgpack ``Packer(use_bin_type=True)`` whose ``default`` hook is distributed's
+  ``_encode_default``: ``ToPickle`` (a task's ``run_spec`` in every
+  ``compute-task``; pickled by :mod:`asynciocomm.pickling`, its out-of-band
+  buffers compressed with the comm's context), ``Pickled``, sets and enums, and,
+  when the comm passes itself, the ``Serialize`` / ``Serialized`` sub-frames of
+  data messages, built by the same distributed functions with the comm's
+  context, shard size and compression (a plain NumPy array by
+  :mod:`asynciocomm.arrays`, with the same result). The frames are then exactly
+  those of ``distributed.protocol.dumps``.
+
+  Nothing is pickled or serialized more often than there. A message that fails
+  before anything was pickled or serialized returns FALLBACK, and the comm's
+  :meth:`MessageCodec.fallback` calls ``to_frames``, offload and all. Once
+  something was, distributed's next steps run here instead of starting over: on
+  a ``TypeError`` its second pass (whatever msgpack cannot take is pickled), then
+  its logs and the error; a message that ``to_frames`` would offload is packed
+  again in the offload thread, taking the sub-frames already made as they are.
 
   For messages without ``Serialize`` this path skips ``to_frames``' offload
   decision, ``safe_sizeof`` over the whole message. On the scheduler's
@@ -27,12 +34,13 @@ packing, and ``from_frames`` calls a Python ``object_hook`` for every dict.
   in-band object graph (which ``safe_sizeof`` samples cheaply and the stock comm
   would pickle in a thread): here it is pickled on the loop. A message with a
   ``Serialize`` gets ``to_frames``' rule exactly: ``safe_sizeof`` of the whole
-  message (its number, from :mod:`asynciocomm.sizing`), before anything is
-  serialized, and FALLBACK (offload) above
-  ``distributed.comm.offload``. Its metered steps go through
-  :mod:`asynciocomm.metering`.
-* **Read.** :meth:`MessageCodec.loads` handles one-frame messages below the
-  offload threshold. distributed's hook only acts on dicts carrying one of the
+  message (its number, from :mod:`asynciocomm.sizing`), before any ``Serialize``
+  is serialized, and the offload above ``distributed.comm.utils.OFFLOAD_THRESHOLD``
+  (read at each message, as distributed reads it, so that a threshold changed at
+  run time applies). Its metered steps go through :mod:`asynciocomm.metering`.
+* **Read.** :meth:`MessageCodec.loads` handles messages up to the same live
+  threshold; larger ones return FALLBACK, and the comm calls ``from_frames``,
+  which offloads them. distributed's hook only acts on dicts carrying one of the
   markers ``__Enum__``, ``__Set__``, ``__Serialized__``, ``__Pickled__``; a frame
   without ``__`` anywhere in its bytes cannot contain one, so it is unpacked with
   no hook at all. Other messages below the threshold get :func:`loads`,
@@ -44,30 +52,32 @@ packing, and ``from_frames`` calls a Python ``object_hook`` for every dict.
 from __future__ import annotations
 
 import logging
-import pickle
 from typing import Any
 
-import cloudpickle
 import msgpack
-from distributed.comm.utils import OFFLOAD_THRESHOLD
+from distributed.comm import utils as _comm_utils
+from distributed.comm.utils import to_frames
 from distributed.protocol import pickle as _dist_pickle
-from distributed.protocol.compression import decompress, maybe_compress
-from distributed.protocol.pickle import HIGHEST_PROTOCOL as _HIGHEST
-from distributed.protocol.pickle import dumps as _pickle_dumps
+from distributed.protocol.compression import decompress
 from distributed.protocol.serialize import (
-    Pickled,
-    Serialize,
     Serialized,
-    ToPickle,
     merge_and_deserialize,
     msgpack_decode_default,
-    msgpack_encode_default,
 )
 from distributed.protocol.utils import msgpack_opts
+from distributed.utils import offload
 
-from asynciocomm.arrays import NOT_FAST, read_array, split_serialized
+from asynciocomm.arrays import NOT_FAST, read_array
 from asynciocomm.metering import unobserved
-from asynciocomm.sizing import message_size
+from asynciocomm.packing import (
+    Hook,
+    NeedsFallback,
+    Offload,
+    joined,
+    log_unserializable,
+    resume,
+    second_pass,
+)
 
 #: Marker meaning "use distributed's general path for this message".
 FALLBACK: Any = object()
@@ -79,124 +89,10 @@ _UNPACK_OPTS = dict(use_list=False, **msgpack_opts)
 #: builds a dict per message: 323 ns against 196 ns for a 77-byte message.
 _PLAIN_OPTS = msgpack_opts == {"strict_map_key": False, "raw": False}
 _unpackb = msgpack.unpackb
-_OFFLOAD = OFFLOAD_THRESHOLD or 0
-_compress = unobserved(maybe_compress)
 _decompress = unobserved(decompress)
 _merge = unobserved(merge_and_deserialize)
 #: distributed's logger for a failed deserialization, so that it reads the same.
 _core_logger = logging.getLogger("distributed.protocol.core")
-
-
-class _NeedsFallback(Exception):
-    """Raised inside the msgpack hook: this object needs distributed's path."""
-
-
-def _pickle_inband(x: Any) -> bytes:
-    """``distributed.protocol.pickle.dumps(x, buffer_callback=...)``, byte for byte.
-
-    distributed's function first tries ``pickle.dumps`` and keeps its result
-    unless it fails, contains ``__main__``, or ``x``'s module is registered for
-    pickling by value; only then does it call cloudpickle. With no module
-    registered (the usual case) its ``inspect.getmodule`` test cannot match, so
-    the plain result is kept without it: a quarter of the cost of pickling a
-    task spec. In every other case distributed's function decides.
-    Raises _NeedsFallback when pickle yields out-of-band buffers: distributed
-    compresses those, with the comm's context.
-    """
-    buffers: list[Any] = []
-    try:
-        result = pickle.dumps(x, protocol=_HIGHEST, buffer_callback=buffers.append)
-    except Exception:
-        result = None
-    if result is None or b"__main__" in result or cloudpickle.list_registry_pickle_by_value():
-        buffers = []
-        result = _pickle_dumps(x, buffer_callback=buffers.append)
-    if buffers:
-        raise _NeedsFallback
-    return result
-
-
-class _Hook:
-    """The packer's ``default``: distributed's ``_encode_default``, with the
-    state of the message being packed. Sub-frames go to ``sub``, whose item 0 is
-    the place of the head frame. ``comm`` is set only while a message is packed
-    (a lasting reference would make a cycle through the comm's codec)."""
-
-    __slots__ = ("sub", "msg", "comm", "serializers", "on_error", "context", "sized")
-
-    def __init__(self) -> None:
-        self.sub: list[Any] = []
-        self.reset()
-
-    def reset(self) -> None:
-        self.msg: Any = None
-        self.comm: Any = None
-        self.serializers: Any = None
-        self.on_error: str | None = "message"
-        self.context: dict[str, Any] | None = None
-        self.sized = False
-
-    def encode(self, obj: Any) -> Any:
-        """The hook itself: msgpack calls it for every object it cannot pack."""
-        if isinstance(obj, ToPickle):
-            pickled = _pickle_inband(obj.data)
-            sub = self.sub
-            if not sub:
-                sub.append(b"")
-            offset = len(sub)
-            # The keys and their order are those distributed writes.
-            sub.append(msgpack.dumps(
-                {"pickled-obj": pickled, "compression": (), "num-sub-frames": 0}))
-            return {"__Pickled__": offset}
-        if isinstance(obj, (Serialize, Serialized)):
-            frames = self._serialized_sub_frames(obj)
-            sub = self.sub
-            if not sub:
-                sub.append(b"")
-            offset = len(sub)
-            sub += frames
-            return {"__Serialized__": offset}
-        if isinstance(obj, Pickled):
-            raise _NeedsFallback
-        return msgpack_encode_default(obj)  # sets, enums; else obj -> TypeError
-
-    def _serialized_sub_frames(self, obj: Serialize | Serialized) -> list[Any]:
-        """distributed's ``create_serialized_sub_frames``, step for step."""
-        comm = self.comm
-        if comm is None:
-            raise _NeedsFallback
-        if isinstance(obj, Serialized):
-            header, frames = obj.header, obj.frames
-        else:
-            if not self.sized:
-                # to_frames' offload rule, checked before anything is serialized.
-                self.sized = True
-                if _OFFLOAD and comm.allow_offload:
-                    size = message_size(self.msg)  # safe_sizeof's number
-                    if size == -1 or size > _OFFLOAD:
-                        raise _NeedsFallback
-            context = self.context
-            if context is None:
-                context = self.context = {
-                    "sender": comm.local_info,
-                    "recipient": comm.remote_info,
-                    **comm.handshake_options,
-                }
-            header, frames = split_serialized(
-                obj,
-                serializers=self.serializers,
-                on_error=self.on_error,
-                context=context,
-                size=comm.max_shard_size,
-            )
-            opts = {"compression": context["compression"]} if "compression" in context else {}
-            compression = list(header.get("compression", [None] * len(frames)))
-            for i in range(len(frames)):
-                if compression[i] is None:
-                    compression[i], frames[i] = _compress(frames[i], **opts)
-            header["compression"] = tuple(compression)
-        header["num-sub-frames"] = len(frames)
-        return [msgpack.dumps(header, default=msgpack_encode_default, use_bin_type=True), *frames]
 
 
 class MessageCodec:
@@ -206,11 +102,14 @@ class MessageCodec:
     this instance: no reference cycle keeps a dropped comm alive until the
     garbage collector runs (its finalizer closes it)."""
 
-    __slots__ = ("_packer", "_hook")
+    __slots__ = ("_packer", "_hook", "_pending")
 
     def __init__(self) -> None:
-        self._hook = _Hook()
+        self._hook = Hook()
         self._packer = msgpack.Packer(use_bin_type=True, default=self._hook.encode)
+        #: (message, sub-frames made, second pass) of a message dumps() began
+        #: and fallback() finishes in the offload thread.
+        self._pending: tuple[Any, list[Any], bool, int] | None = None
 
     def dumps(
         self,
@@ -220,37 +119,73 @@ class MessageCodec:
         on_error: str | None = "message",
     ) -> bytes | list[Any] | Any:
         """distributed's frames for ``msg``: the one frame as ``bytes``, a list
-        when there are sub-frames, or FALLBACK. ``comm`` (with the write's
-        ``serializers`` and ``on_error``) supplies the context that
-        ``Serialize`` sub-frames need; without it they make it FALLBACK."""
+        when there are sub-frames, or FALLBACK (then call :meth:`fallback`).
+        ``comm`` (with the write's ``serializers`` and ``on_error``) supplies the
+        context that ``Serialize`` sub-frames need; without it they make it
+        FALLBACK. Raises, after distributed's logs, what distributed's path
+        would raise for a message that failed after something was pickled."""
         hook = self._hook
-        sub = hook.sub
         if comm is not None:
             hook.msg = msg
             hook.comm = comm
             hook.serializers = serializers
             hook.on_error = on_error
+        sub = hook.sub
         try:
-            head = self._packer.pack(msg)
-        except Exception:  # _NeedsFallback, TypeError, pickling errors; the packer resets
-            sub.clear()
-            return FALLBACK
+            head = self._packer.pack(msg)  # packing.pack(), inlined: one call less per message
+        except Exception as e:  # the packer resets
+            if isinstance(e, NeedsFallback) or not (sub or hook.failed):
+                sub.clear()
+                return FALLBACK  # nothing pickled or serialized: distributed does it all, once
+            return self._recover(msg, e)
         finally:
             if comm is not None:
                 hook.reset()
-        if not sub:
-            return head
-        frames = sub.copy()
-        sub.clear()
-        frames[0] = head
-        return frames
+        return joined(head, sub) if sub else head
+
+    def _recover(self, msg: Any, exc: Exception) -> Any:
+        hook = self._hook
+        start = len(hook.sub)  # where a second pass's sub-frames begin
+        try:
+            return second_pass(self._packer, hook, msg, exc)
+        except Offload:
+            self._pending = (msg, hook.sub.copy(), hook.safe, start if hook.safe else 0)
+            return FALLBACK
+        except Exception:
+            log_unserializable(msg)
+            raise
+        finally:
+            hook.sub.clear()
+
+    async def fallback(
+        self, msg: Any, comm: Any, serializers: Any = None, on_error: str | None = "message"
+    ) -> list[Any]:
+        """The frames of a message :meth:`dumps` returned FALLBACK for (call it
+        at once): ``to_frames``' own, or, for a message begun here that
+        ``to_frames`` would offload, the rest of it in the offload thread."""
+        pending, self._pending = self._pending, None
+        if pending is not None and pending[0] is msg:
+            return await offload(resume, msg, comm, serializers, on_error, *pending[1:])
+        return await to_frames(  # type: ignore[no-any-return]
+            msg,
+            allow_offload=comm.allow_offload,
+            serializers=serializers,
+            on_error=on_error,
+            context={
+                "sender": comm.local_info,
+                "recipient": comm.remote_info,
+                **comm.handshake_options,
+            },
+            frame_split_size=comm.max_shard_size,
+        )
 
     @staticmethod
     def loads(
         frames: list[memoryview], nbytes: int, deserialize: bool, deserializers: Any
     ) -> Any:
         """The message, or FALLBACK when it needs offloading (large, deserialized)."""
-        if _OFFLOAD and deserialize and nbytes > _OFFLOAD:
+        threshold = _comm_utils.OFFLOAD_THRESHOLD  # distributed's, as it is now
+        if threshold and deserialize and nbytes > threshold:
             return FALLBACK
         if len(frames) == 1:
             frame = frames[0]

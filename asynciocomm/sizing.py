@@ -2,7 +2,8 @@
 
 Before a message with ``Serialize`` data is serialized, the stock comm takes
 ``safe_sizeof`` of the whole message and offloads above
-``distributed.comm.offload``; :mod:`asynciocomm.serialization` keeps that rule. For
+``distributed.comm.utils.OFFLOAD_THRESHOLD`` as it is at that moment;
+:mod:`asynciocomm.packing` keeps that rule. For
 a ``{"op": ..., "data": Serialize(array)}`` message most of that call is
 ``dask.sizeof``'s dispatch, once per node: 3.9 µs of the sender's 50 µs per 64 KiB
 message over TLS. :func:`message_size` walks the message itself, and returns the

@@ -74,3 +74,33 @@ def test_unwrapped_functions_are_returned_as_they_are() -> None:
         return x
 
     assert metering.unobserved(plain) is plain
+
+
+async def _cluster_transfer_keys(protocol: str, threshold: Any) -> tuple[set, set]:
+    from distributed import Client, LocalCluster
+
+    from tests.conformance.serialization import offload_threshold, transfer_metric_keys
+
+    with offload_threshold(threshold):
+        async with LocalCluster(protocol=protocol, n_workers=2, threads_per_worker=1,
+                                processes=False, dashboard_address=":0",
+                                asynchronous=True) as cluster:
+            async with Client(cluster, asynchronous=True) as client:
+                a, b = cluster.workers.values()
+                return await transfer_metric_keys(client, a, b)
+
+
+@pytest.mark.parametrize("threshold", ["default", 1])
+async def test_transfer_metric_keys_are_stocks(threshold) -> None:
+    """Every metric key a get-data and a gather-dep record, on the stock tcp comm
+    and on asynciocomm, at distributed's threshold and with it lowered at run
+    time (then stock offloads every read and records ``offload``)."""
+    import distributed.comm.utils
+
+    if threshold == "default":
+        threshold = distributed.comm.utils.OFFLOAD_THRESHOLD
+    theirs = await _cluster_transfer_keys("tcp", threshold)
+    ours = await _cluster_transfer_keys("asyncio", threshold)
+    assert ours == theirs
+    offloaded = {k[0] for keys in ours for k in keys if k[1] == "offload"}
+    assert offloaded == ({"get-data", "gather-dep"} if threshold == 1 else set())

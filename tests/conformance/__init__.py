@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import Any
 
 #: The modules that hold checks, by area.
-MODULES = ("messages", "lifecycle", "closing")
+MODULES = ("messages", "lifecycle", "closing", "serialization")
 
 
 def modules() -> list[ModuleType]:

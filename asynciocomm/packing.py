@@ -1,0 +1,271 @@
+"""One message packed as ``distributed.protocol.dumps`` packs it.
+
+:class:`Hook` is the ``default`` of a persistent msgpack ``Packer``:
+distributed's ``_encode_default``, with the sub-frames of ``ToPickle``,
+``Pickled``, ``Serialize`` and ``Serialized`` built step for step as there
+(``create_pickled_sub_frames``, ``create_serialized_sub_frames``), in the same
+order, with the same metered steps. The rest is what distributed's ``dumps``
+and ``to_frames`` do when a pass fails, for a message that
+:class:`asynciocomm.serialization.MessageCodec` began and cannot hand to
+``to_frames`` without pickling something twice: :func:`second_pass` (after a
+``TypeError``, pickle what msgpack cannot take), :func:`log_unserializable` (their
+logs), and :func:`resume` (the rest of a message ``to_frames`` would offload,
+in the offload thread, with the sub-frames already made taken as they are).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import msgpack
+from distributed.comm import utils as _comm_utils
+from distributed.protocol.compression import maybe_compress
+from distributed.protocol.serialize import (
+    Pickled,
+    Serialize,
+    Serialized,
+    ToPickle,
+    _is_msgpack_serializable,
+    msgpack_encode_default,
+)
+from distributed.protocol.utils import msgpack_opts
+from distributed.utils import ensure_memoryview
+
+from asynciocomm.arrays import split_serialized
+from asynciocomm.metering import unobserved
+from asynciocomm.pickling import pickle_dumps
+from asynciocomm.sizing import message_size
+
+_UNPACK_OPTS = dict(use_list=False, **msgpack_opts)
+_compress = unobserved(maybe_compress)
+#: distributed's loggers for a failed serialization, so that they read the same.
+_core_logger = logging.getLogger("distributed.protocol.core")
+_utils_logger = logging.getLogger("distributed.comm.utils")
+
+
+class NeedsFallback(Exception):
+    """Raised inside the msgpack hook: this object needs distributed's path."""
+
+
+class Offload(Exception):
+    """Raised at the first ``Serialize`` of a message ``to_frames`` would offload."""
+
+
+class Hook:
+    """The packer's ``default``: distributed's ``_encode_default``, with the
+    state of the message being packed. Sub-frames go to ``sub``, whose item 0 is
+    the place of the head frame. ``comm`` is set only while a message is packed
+    (a lasting reference would make a cycle through the comm's codec). ``safe``:
+    distributed's second pass, in which what msgpack cannot take is pickled.
+    ``failed``: a pickle or serialization of this message raised."""
+
+    __slots__ = ("sub", "msg", "comm", "serializers", "on_error", "context", "sized", "safe",
+                 "failed")
+
+    def __init__(self) -> None:
+        self.sub: list[Any] = []
+        self.reset()
+
+    def reset(self) -> None:
+        self.msg: Any = None
+        self.comm: Any = None
+        self.serializers: Any = None
+        self.on_error: str | None = "message"
+        self.context: dict[str, Any] | None = None
+        self.sized = False
+        self.safe = False
+        self.failed = False
+
+    def encode(self, obj: Any) -> Any:
+        """The hook itself: msgpack calls it for every object it cannot pack."""
+        if isinstance(obj, ToPickle):
+            try:
+                pickled, buffers = pickle_dumps(obj.data)
+                frames = self._buffer_frames(pickled, buffers) if buffers else None
+            except BaseException:
+                self.failed = True
+                raise
+            sub = self.sub  # _chunk(), inlined: one per task in a compute-task batch
+            if not sub:
+                sub.append(b"")
+            offset = len(sub)
+            if frames is None:
+                # The keys and their order are those distributed writes.
+                sub.append(msgpack.dumps(
+                    {"pickled-obj": pickled, "compression": (), "num-sub-frames": 0}))
+            else:
+                sub += frames
+            return {"__Pickled__": offset}
+        if isinstance(obj, (Serialize, Serialized)):
+            frames = self._serialized_sub_frames(obj)
+            sub = self.sub  # _chunk(), inlined: one per array in a data message
+            if not sub:
+                sub.append(b"")
+            offset = len(sub)
+            sub += frames
+            return {"__Serialized__": offset}
+        if isinstance(obj, Pickled):
+            header = obj.header
+            header["num-sub-frames"] = len(obj.frames)
+            return self._chunk("__Pickled__", [msgpack.dumps(header)] + obj.frames)
+        encoded = msgpack_encode_default(obj)  # sets, enums; else obj -> TypeError
+        if self.safe and encoded is obj and not _is_msgpack_serializable(obj):
+            return self.encode(ToPickle(obj))
+        return encoded
+
+    def _chunk(self, key: str, frames: list[Any]) -> dict[str, int]:
+        sub = self.sub
+        if not sub:
+            sub.append(b"")
+        offset = len(sub)
+        sub += frames
+        return {key: offset}
+
+    def _buffer_frames(self, pickled: bytes, buffers: list[Any]) -> list[Any]:
+        """``create_pickled_sub_frames`` of a pickle with out-of-band buffers."""
+        frames = [ensure_memoryview(b) for b in buffers]
+        compression = _compress_frames(frames, [None] * len(frames), self._context())
+        # The keys and their order are those distributed writes.
+        header = {"pickled-obj": pickled, "compression": compression, "num-sub-frames": len(frames)}
+        return [msgpack.dumps(header)] + frames
+
+    def _context(self) -> dict[str, Any] | None:
+        """The context ``to_frames`` gets from the comm (None without a comm)."""
+        context = self.context
+        comm = self.comm
+        if context is None and comm is not None:
+            context = self.context = {
+                "sender": comm.local_info,
+                "recipient": comm.remote_info,
+                **comm.handshake_options,
+            }
+        return context
+
+
+    def _serialized_sub_frames(self, obj: Serialize | Serialized) -> list[Any]:
+        """distributed's ``create_serialized_sub_frames``, step for step."""
+        comm = self.comm
+        if comm is None:
+            raise NeedsFallback
+        if isinstance(obj, Serialized):
+            header, frames = obj.header, obj.frames
+        else:
+            if not self.sized:
+                # to_frames' offload rule, checked before anything is serialized.
+                self.sized = True
+                threshold = _comm_utils.OFFLOAD_THRESHOLD
+                if threshold and comm.allow_offload:
+                    size = message_size(self.msg)  # safe_sizeof's number
+                    if size == -1 or size > threshold:
+                        raise Offload
+            try:
+                header, frames = split_serialized(
+                    obj,
+                    serializers=self.serializers,
+                    on_error=self.on_error,
+                    context=self._context(),
+                    size=comm.max_shard_size,
+                )
+                compression = list(header.get("compression", [None] * len(frames)))
+                header["compression"] = _compress_frames(frames, compression, self.context)
+            except BaseException:
+                self.failed = True
+                raise
+        header["num-sub-frames"] = len(frames)
+        return [msgpack.dumps(header, default=msgpack_encode_default, use_bin_type=True)] + frames
+
+
+def _compress_frames(frames: list[Any], compression: list[Any], context: Any) -> tuple[Any, ...]:
+    """distributed's ``_inplace_compress_frames``: ``frames`` compressed in
+    place with ``context``'s compression, and the header's ``compression``."""
+    opts = {"compression": context["compression"]} if context and "compression" in context else {}
+    for i in range(len(frames)):
+        if compression[i] is None:
+            compression[i], frames[i] = _compress(frames[i], **opts)
+    return tuple(compression)
+
+
+class Replay(Hook):
+    """The hook of a message packed again in the offload thread, after the event
+    loop had begun it: the sub-frames made there (``done``) are taken as they
+    are. msgpack calls the hook in the same order each time, so the chunk at each
+    offset is the one the same object made."""
+
+    __slots__ = ("done",)
+
+    def __init__(self, done: list[Any]) -> None:
+        super().__init__()
+        self.done = done
+
+    def encode(self, obj: Any) -> Any:
+        sub = self.sub
+        offset = len(sub) or 1
+        if offset < len(self.done) and (
+            isinstance(obj, (ToPickle, Pickled, Serialized))
+            or self.safe and msgpack_encode_default(obj) is obj and not _is_msgpack_serializable(obj)
+        ):
+            n = msgpack.loads(self.done[offset], **_UNPACK_OPTS)["num-sub-frames"]
+            key = "__Serialized__" if isinstance(obj, Serialized) else "__Pickled__"
+            return self._chunk(key, self.done[offset : offset + 1 + n])
+        return super().encode(obj)
+
+
+def joined(head: bytes, sub: list[Any]) -> list[Any]:
+    """All frames of a message with sub-frames; ``sub`` is emptied."""
+    frames = sub.copy()
+    sub.clear()
+    frames[0] = head
+    return frames
+
+
+def pack(packer: msgpack.Packer, hook: Hook, msg: Any) -> bytes | list[Any]:
+    """One pass: the head frame alone, or all frames with sub-frames."""
+    head = packer.pack(msg)
+    return joined(head, hook.sub) if hook.sub else head
+
+
+def second_pass(packer: msgpack.Packer, hook: Hook, msg: Any, exc: Exception) -> Any:
+    """After a first pass that raised ``exc``: distributed's ``dumps`` packs
+    again on a TypeError, pickling what msgpack cannot take; else it raises.
+    Its list of frames is not emptied in between: the second pass's sub-frames
+    follow the first pass's, which stay in the message unreferenced."""
+    if hook.safe or not isinstance(exc, TypeError):
+        raise exc
+    _core_logger.info(
+        f"Failed to serialize ({exc}); falling back to pickle. "
+        "Be aware that this may degrade performance."
+    )
+    hook.safe = True
+    return pack(packer, hook, msg)
+
+
+def log_unserializable(msg: Any) -> None:
+    """What ``dumps`` and ``to_frames`` log when a message fails (in ``except``)."""
+    _core_logger.critical("Failed to Serialize", exc_info=True)
+    _utils_logger.info("Unserializable Message: %s", msg)
+    _utils_logger.exception(sys.exc_info()[1])
+
+
+def resume(msg: Any, comm: Any, serializers: Any, on_error: str | None,
+           done: list[Any], safe: bool, start: int) -> list[Any]:
+    """The offloaded rest of a message begun on the loop: its pass again (the
+    second when ``safe``, whose sub-frames begin at ``start``), with the
+    sub-frames ``done`` taken as they are, and what distributed does next."""
+    hook = Replay(done)
+    hook.sub += done[:start]  # the first pass's, when this is the second
+    hook.msg, hook.comm, hook.serializers, hook.on_error = msg, comm, serializers, on_error
+    hook.sized = True  # the offload was decided
+    hook.safe = safe
+    packer = msgpack.Packer(use_bin_type=True, default=hook.encode)
+    try:
+        try:
+            frames = pack(packer, hook, msg)
+        except Exception as e:
+            hook.done = []  # a pass of its own: nothing taken as it is
+            frames = second_pass(packer, hook, msg, e)
+    except Exception:
+        log_unserializable(msg)
+        raise
+    return [frames] if isinstance(frames, bytes) else frames
