@@ -39,8 +39,10 @@ def commands() -> dict[str, ModuleType]:
     and ``run(args) -> Path``. A new one is one import and one entry here."""
     from bench.comm import calls
     from bench.reliability import differential, suite as reliability
+    from bench.scale import cli as scale
 
-    return {"reliability": reliability, "calls": calls, "differential": differential}
+    return {"reliability": reliability, "calls": calls, "differential": differential,
+            "scale": scale}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,16 +7,15 @@ schemes, the throwaway certificates. Every process is stopped by PID.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from bench.common.processes import ProcessGroup, stop_processes
 from bench.common.tlsfiles import TLSFiles
 
 
@@ -41,15 +40,14 @@ def dask_config(loop: str, tls: TLSFiles | None) -> dict[str, Any]:
     return cfg
 
 
-class LocalCluster:
+class LocalCluster(ProcessGroup):
     """Scheduler + workers as subprocesses on ``scheme`` with ``loop``."""
 
     def __init__(self, scheme: str, loop: str, workers: int, threads: int,
                  workdir: str | Path, tls: TLSFiles | None = None,
                  start_timeout: float = 60.0) -> None:
+        super().__init__(workdir)
         self.scheme, self.loop = scheme, loop
-        self.workdir = Path(workdir)
-        self.workdir.mkdir(parents=True, exist_ok=True)
         confdir = self.workdir / "dask-config"
         confdir.mkdir(exist_ok=True)
         (confdir / "bench.yaml").write_text(yaml.safe_dump(dask_config(loop, tls)))
@@ -57,7 +55,6 @@ class LocalCluster:
                     "DASK_DISTRIBUTED__ADMIN__EVENT_LOOP": loop,
                     "PYTHONUNBUFFERED": "1"}
         self.procs: list[subprocess.Popen[bytes]] = []
-        self._logs: list[Any] = []
         self.address = ""
         try:
             self._start(workers, threads, start_timeout)
@@ -66,8 +63,7 @@ class LocalCluster:
             raise
 
     def _popen(self, args: list[str], name: str) -> subprocess.Popen[bytes]:
-        log = open(self.workdir / f"{name}.log", "wb")
-        self._logs.append(log)
+        log = self.open_log(name)
         proc = subprocess.Popen([sys.executable, "-m", *args], stdout=log,
                                 stderr=subprocess.STDOUT, env=self.env,
                                 cwd=self.workdir)
@@ -82,13 +78,7 @@ class LocalCluster:
             ["distributed.cli.dask_scheduler", "--protocol", self.scheme,
              "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
              "--scheduler-file", str(sfile)], "scheduler")
-        deadline = time.monotonic() + timeout
-        while not sfile.exists() or not sfile.read_text().strip():
-            if self.scheduler.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"scheduler did not start: {self.log_tail('scheduler')}")
-            time.sleep(0.05)
-        time.sleep(0.05)
-        self.address = json.loads(sfile.read_text())["address"]
+        self.address = self.wait_scheduler_file(sfile, self.scheduler, timeout)
         for i in range(workers):
             self._popen(["distributed.cli.dask_worker", self.address, "--no-nanny",
                          "--nthreads", str(threads), "--memory-limit", "0",
@@ -99,37 +89,11 @@ class LocalCluster:
     def scheduler_pid(self) -> int:
         return self.scheduler.pid
 
-    def log_tail(self, name: str, lines: int = 15) -> str:
-        """The last lines of a process's log (scheduler, worker0, ...)."""
-        try:
-            text = (self.workdir / f"{name}.log").read_text(errors="replace")
-        except OSError:
-            return ""
-        return "\n".join(text.splitlines()[-lines:])
-
     def stop(self) -> None:
         """Terminate every process this cluster started, by PID, the workers before
         the scheduler; kill stragglers. A worker terminated together with its
         scheduler may hang in its reconnect until killed (here one in three, 10 s
         each); the workers first, then the scheduler, end in about 0.5 s."""
-        workers, sched = self.procs[1:], self.procs[:1]
-        for group in (workers, sched):
-            for proc in group:
-                if proc.poll() is None:
-                    proc.terminate()
-            deadline = time.monotonic() + 10
-            for proc in group:
-                try:
-                    proc.wait(max(0.1, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(10)
-        for log in self._logs:
-            log.close()
-        self._logs = []
-
-    def __enter__(self) -> "LocalCluster":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        stop_processes(self.procs[1:])
+        stop_processes(self.procs[:1])
+        self.close_logs()

@@ -45,9 +45,9 @@ def validate(doc: Any) -> list[str]:
     for key in ("cpu_model", "cpu_count", "python", "versions"):
         if key not in env:
             errs.append(f"environment.{key} missing")
-    if not any(k in doc for k in ("comm", "cluster", "profile")):
-        errs.append("no comm, cluster or profile section")
-    for name in ("comm", "cluster"):
+    if not any(k in doc for k in ("comm", "cluster", "profile", "scale")):
+        errs.append("no comm, cluster, profile or scale section")
+    for name in ("comm", "cluster", "scale"):
         sec = doc.get(name)
         if sec is None:
             continue

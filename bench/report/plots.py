@@ -53,38 +53,50 @@ def section_plots(doc: dict[str, Any], name: str, outdir: Path) -> list[str]:
     return written
 
 
+def stacked_shares(outdir: Path, fname: str, labels: list[str],
+                   shares: list[dict[str, float]], cats: list[str],
+                   title: str | None = None) -> str:
+    """Stacked bars, one per label, of the scheduler's sample shares per category."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * len(labels) + 3.5), 4.2))
+    bottom = [0.0] * len(labels)
+    for cat in cats:
+        vals = [100 * sh.get(cat, 0.0) for sh in shares]
+        ax.bar(range(len(labels)), vals, bottom=bottom, label=cat)
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, fontsize=8)
+    ax.set_ylabel("% of scheduler MainThread samples")
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, bbox_to_anchor=(1.02, 1), loc="upper left")
+    fig.tight_layout()
+    fig.savefig(outdir / fname, dpi=90)
+    plt.close(fig)
+    return fname
+
+
 def profile_plot(doc: dict[str, Any], outdir: Path) -> list[str]:
     """Stacked bars of the scheduler's sample shares per category and run."""
     prof = doc.get("profile")
     if not prof or not prof.get("runs"):
         return []
-    plt = _plt()
     runs = prof["runs"]
     cats: list[str] = []
     for r in runs:
         cats += [c for c in r["shares"] if c not in cats]
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.4 * len(runs) + 3), 4.0))
-    bottom = [0.0] * len(runs)
-    for cat in cats:
-        vals = [100 * r["shares"].get(cat, 0.0) for r in runs]
-        ax.bar(range(len(runs)), vals, bottom=bottom, label=cat)
-        bottom = [b + v for b, v in zip(bottom, vals)]
-    ax.set_xticks(range(len(runs)))
-    ax.set_xticklabels([f"{r['config']}\ngc={'on' if r['gc'] else 'off'}" for r in runs],
-                       fontsize=8)
-    ax.set_ylabel("% of scheduler MainThread samples")
-    ax.legend(fontsize=7, bbox_to_anchor=(1.02, 1), loc="upper left")
-    fig.tight_layout()
-    fname = "profile_shares.png"
-    fig.savefig(outdir / fname, dpi=90)
-    plt.close(fig)
-    return [fname]
+    labels = [f"{r['config']}\ngc={'on' if r['gc'] else 'off'}" for r in runs]
+    return [stacked_shares(outdir, "profile_shares.png", labels,
+                           [r["shares"] for r in runs], cats)]
 
 
 def render_all(doc: dict[str, Any], outdir: str | Path) -> dict[str, list[str]]:
     """Write every plot into ``outdir``; returns file names per section."""
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
+    from bench.report import scale_plots
+
     return {"comm": section_plots(doc, "comm", out),
             "cluster": section_plots(doc, "cluster", out),
-            "profile": profile_plot(doc, out)}
+            "profile": profile_plot(doc, out),
+            "scale": scale_plots.render(doc, out)}
