@@ -177,7 +177,8 @@ def multihome(sec: dict[str, Any]) -> str:
             "a task's result reaches the client |", "|---|---|---|---|---|---|"]
     for c in sec["cases"]:
         if c.get("skipped") or c.get("error"):
-            out.append(f"| {c['case']} | {c.get('skipped') or c.get('error')} | | | | |")
+            why = str(c.get("skipped") or c.get("error")).strip().splitlines()[-1]
+            out.append(f"| {c['case']} | {why.replace('|', '/')} | | | | |")
             continue
         out.append(f"| {c['case']} | `{c['advertised']}` | {c['interface']} | "
                    f"`{c.get('listener', '?').rsplit('.', 1)[-1]}` | "

@@ -23,6 +23,7 @@ from bench.scale.lifeline import die_with_parent
 COUNTS: dict[str, int] = {"reads": 0, "read_msgs": 0, "writes": 0, "write_msgs": 0,
                           "write_bytes": 0}
 _WRAPPED = "_bench_scale_counted"
+_ORIGINAL: dict[type, tuple[Any, Any]] = {}
 
 
 def _wrap(cls: type) -> None:
@@ -30,18 +31,19 @@ def _wrap(cls: type) -> None:
     if getattr(orig_read, _WRAPPED, False):
         return
     counts = COUNTS
+    _ORIGINAL[cls] = (orig_read, orig_write)
 
     async def read(self: Any, deserializers: Any = None) -> Any:
         msg = await orig_read(self, deserializers)
         counts["reads"] += 1
-        counts["read_msgs"] += len(msg) if type(msg) is list else 1
+        counts["read_msgs"] += len(msg) if type(msg) in (list, tuple) else 1
         return msg
 
     async def write(self: Any, msg: Any, serializers: Any = None,
                     on_error: str | None = "message") -> int:
         n = await orig_write(self, msg, serializers, on_error)
         counts["writes"] += 1
-        counts["write_msgs"] += len(msg) if type(msg) is list else 1
+        counts["write_msgs"] += len(msg) if type(msg) in (list, tuple) else 1
         counts["write_bytes"] += n or 0
         return n
 
@@ -70,6 +72,19 @@ def install() -> None:
     """Wrap every comm class (once)."""
     for cls in comm_classes():
         _wrap(cls)
+
+
+def uninstall() -> None:
+    """Give every wrapped class its own ``read`` and ``write`` back."""
+    for cls, (read, write) in _ORIGINAL.items():
+        cls.read, cls.write = read, write  # type: ignore[attr-defined]
+    _ORIGINAL.clear()
+
+
+def reset() -> None:
+    """Set every count back to zero."""
+    for k in COUNTS:
+        COUNTS[k] = 0
 
 
 def snapshot() -> dict[str, int]:
