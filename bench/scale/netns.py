@@ -95,6 +95,15 @@ def list_namespaces() -> list[str]:
     return [line.split()[0] for line in out.splitlines() if line.strip()]
 
 
+def _running(pid: int) -> bool:
+    """Whether ``pid`` exists and is not a zombie waiting for its parent."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def _stop_pids(pids: list[int]) -> None:
     for pid in pids:
         try:
@@ -103,7 +112,7 @@ def _stop_pids(pids: list[int]) -> None:
             pass
     deadline = time.monotonic() + TERM_GRACE_S
     for pid in pids:
-        while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        while _running(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         try:
             os.kill(pid, signal.SIGKILL)
