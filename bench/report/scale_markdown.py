@@ -87,6 +87,8 @@ def cost_table(sec: dict[str, Any], workload: str, stat: str) -> str:
             "| workers | " + " | ".join(labels) + " |",
             "|---|" + "---|" * len(labels)]
     for w in sec["workers"]:
+        if not any(summary.values(sec, lab, metric_name(workload, w, stat)) for lab in labels):
+            continue
         cells = []
         for lab in labels:
             m = metric_name(workload, w, stat)

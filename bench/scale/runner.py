@@ -34,9 +34,11 @@ class RunBounds:
 def run_cluster(scheme: str, loop: str, workers: int, hosts: dict[str, Host],
                 tls: HostTLS | None, workdir: Path, sizes: Sizes, bounds: RunBounds,
                 config: dict[str, Any] | None = None,
-                profile: dict[str, Any] | None = None) -> dict[str, Any]:
+                profile: dict[str, Any] | None = None,
+                workloads: list[str] | None = None) -> dict[str, Any]:
     """Start a cluster, run the driver on the client host, stop everything.
 
+    ``workloads`` (default: every one ``sizes`` names) run in that order.
     Returns the driver's result (``values`` per workload, ``errors``,
     ``loop_classes``, ``profile``) plus the cluster's shape.
     """
@@ -51,7 +53,7 @@ def run_cluster(scheme: str, loop: str, workers: int, hosts: dict[str, Host],
             "wire": hosts["s"].netns is not None,
             "tls": tls is not None,
             "sizes": dataclasses.asdict(sizes),
-            "workloads": sizes.names(),
+            "workloads": sizes.names() if workloads is None else workloads,
             "timeout_s": bounds.workload_timeout_s,
             "start_timeout_s": bounds.start_timeout_s,
             "profile": profile,

@@ -46,6 +46,14 @@ class ScaleBounds:
     budget_s: float
     profile: bool = True
     profile_rate: int = 100
+    #: the worker counts at which the graph workloads (all but ``map``) run;
+    #: None: every one
+    graph_workers: tuple[int, ...] | None = None
+
+    def workloads_at(self, workers: int) -> list[str]:
+        """The workloads of a cluster of ``workers`` workers."""
+        graphs_too = self.graph_workers is None or workers in self.graph_workers
+        return [n for n in self.sizes.names() if n == "map" or graphs_too]
 
 
 def order_configs(schemes: list[str], loops: list[str]) -> list[tuple[str, str]]:
@@ -102,7 +110,8 @@ def run_scale(schemes: list[str], loops: list[str], bounds: ScaleBounds, outdir:
                     try:
                         out = run_cluster(scheme, loop, w, hosts, tls,
                                           Path(tmp) / f"{label}-w{w}-{rep}", bounds.sizes,
-                                          bounds.run, profile=prof)
+                                          bounds.run, profile=prof,
+                                          workloads=bounds.workloads_at(w))
                     except Exception as exc:
                         bar.advance()
                         errors.append({"rep": rep, "config": label, "workers": w,
@@ -138,6 +147,7 @@ def run_scale(schemes: list[str], loops: list[str], bounds: ScaleBounds, outdir:
         "summary": summarize(samples, metric_meta, labels[0], same_loop),
         "workloads": names,
         "workers": list(bounds.workers),
+        "graph_workers": list(bounds.graph_workers or bounds.workers),
         "hosts": bounds.hosts,
         "network": "loopback" if fallback else "namespaces",
         "network_note": fallback,
