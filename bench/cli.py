@@ -16,9 +16,11 @@ from bench.common.options import (CLUSTER_BOUNDS, COMM_BOUNDS, BenchError,
 #: The suite subcommands, which share their options and the result document.
 SUBCOMMANDS = ("comm", "cluster", "profile", "report", "quick", "all")
 #: ``all`` starts no cluster repetition that would end after this (seconds),
-#: leaving room for the profile runs, so that a full run stays under 15 min.
-ALL_DEADLINE_S = 870.0
-PROFILE_RESERVE_S = 90.0
+#: leaving room for the profile runs: comm, cluster and profile, each with the
+#: TLS schemes too, take about 23 min; the scale part (``bench.scale.cli.ALL_PRESET``,
+#: about 20 min) and the multi-homed check follow.
+ALL_DEADLINE_S = 1380.0
+PROFILE_RESERVE_S = 180.0
 
 
 def _csv(text: str) -> list[str]:
@@ -57,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
              "report": "re-render saved results into markdown + PNG",
              "quick": "ping, stream, 64 KiB and a cluster workload, 3 paired "
                       "repetitions each, in about 2 minutes (the default)",
-             "all": "the full run: comm, cluster and profile with full bounds"}
+             "all": "the full run: comm, cluster, profile (each with TLS) and scale"}
     for name in SUBCOMMANDS:
         sp = sub.add_parser(name, help=helps[name], description=helps[name])
         sp.add_argument("--schemes", type=_csv, default=None,
@@ -89,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument("--workers", type=int, default=None)
             sp.add_argument("--threads", type=int, default=None)
             sp.add_argument("--wide", type=int, default=None, help="tasks of the wide map")
+        if name == "all":
+            sp.add_argument("--no-scale", action="store_true",
+                            help="skip the scale part (many workers on separate hosts)")
         if name in ("profile", "all"):
             sp.add_argument("--tasks", type=int, default=None,
                             help="wide tasks of the profiled workload")
@@ -110,6 +115,14 @@ def _defaults(args: argparse.Namespace) -> tuple[list[str], list[str]]:
         schemes = check_schemes(args.schemes)
     loops = check_loops(args.loops if args.loops is not None else ["asyncio", "uvloop"])
     return schemes, loops
+
+
+def part_schemes(cmd: str, schemes: list[str]) -> list[str]:
+    """The schemes of the cluster and profile parts: all of the run's (TLS too,
+    in ``all``), except in ``quick``, which keeps to tcp and asyncio."""
+    if cmd != "quick":
+        return schemes
+    return [s for s in schemes if s in ("tcp", "asyncio")] or schemes
 
 
 def _replace(bounds: Any, **kw: Any) -> Any:
@@ -159,19 +172,22 @@ def run(args: argparse.Namespace) -> Path:
             if args.cmd == "all":
                 left = ALL_DEADLINE_S - (time.monotonic() - started) - PROFILE_RESERVE_S
                 clus_b = _replace(clus_b, budget_s=max(60.0, left))
-            cl_schemes = [s for s in schemes if args.cmd == "cluster" or
-                          s in ("tcp", "asyncio")] or schemes
+            cl_schemes = part_schemes(args.cmd, schemes)
             doc["cluster"] = run_cluster(cl_schemes, loops, clus_b, gcs, quiet=args.quiet)
         if args.cmd in ("profile", "all"):
             from bench.profile.suite import run_profile
 
             tasks = args.tasks or {"full": 30000, "quick": 5000, "smoke": 300}[size]
-            pr_schemes = [s for s in schemes if args.cmd == "profile" or
-                          s in ("tcp", "asyncio")] or schemes
+            pr_schemes = part_schemes(args.cmd, schemes)
             pr_loops = loops if args.cmd == "profile" else loops[:1]
             pr_gcs = gcs if args.cmd == "profile" or args.gc else [True]
             doc["profile"] = run_profile(pr_schemes, pr_loops, clus_b, pr_gcs, tasks, out,
                                          native=not args.no_native, quiet=args.quiet)
+        if args.cmd == "all" and not args.no_scale:
+            from bench.scale import cli as scale
+
+            preset = scale.ALL_PRESET if size == "full" else scale.PRESETS["smoke"]
+            doc.update(scale.run_sections(schemes, loops, preset, out, quiet=args.quiet))
     doc["environment"]["load"] = load.summary()
     results.save(doc, out)
     pl = {} if args.no_plots else plots.render_all(doc, out)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.scale import summary
+from bench.common.options import stock_scheme
+from bench.report import scale_ratios as sr
 from bench.scale.categories import COMM, FLAT
 from bench.scale.metrics import STATS, metric_name
 
@@ -24,47 +25,42 @@ def _ours(sec: dict[str, Any], scheme: str) -> list[dict[str, Any]]:
     return [c for c in sec["configs"] if c["scheme"] == scheme]
 
 
-def _verdict(r: dict[str, Any] | None, bound: float, speedup: bool) -> str:
-    if r is None:
+def _verdict(c: Any, bound: float, speedup: bool) -> str:
+    if c is None or not c.n:
         return "not measured"
-    if not r["measurable"]:
+    if not c.measurable:
         return "not met: no measurable difference"
-    ok = r["median"] >= bound if speedup else r["median"] <= bound
+    ok = c.median >= bound if speedup else 1 / c.median <= bound
     return "met" if ok else "not met"
 
 
 def targets(sec: dict[str, Any]) -> str:
-    """The targets table: one row per target, workers count and loop."""
+    """The targets table: one row per target, worker count and loop. CPU is a
+    cost (ours / stock), wall time a speed-up (stock / ours)."""
     wmax = max(sec["workers"])
     ws = sorted({w for w in (64, wmax) if w in sec["workers"]})
     rows = ["| target | workers | loop | result | verdict |", "|---|---|---|---|---|"]
     for stat, scheme, bound, speedup in TARGETS:
         for w in ([wmax] if stat == "wall_s" else ws):
             for cfg in _ours(sec, scheme):
-                r = summary.ratio(sec, cfg["label"], metric_name("map", w, stat), speedup)
-                what = (f"wall time, `{scheme}` ≥ {bound}× faster than `{cfg['stock']}`"
+                c = sr.comparison(sec, cfg["label"], metric_name("map", w, stat))
+                stock = stock_scheme(scheme)
+                what = (f"wall time, `{scheme}` ≥ {bound}× faster than `{stock}`"
                         if speedup else
-                        f"scheduler CPU per task, `{scheme}` ≤ {bound}× `{cfg['stock']}`")
-                rows.append(f"| {what} | {w} | {cfg['loop']} | {summary.fmt_ratio(r)} "
-                            f"| {_verdict(r, bound, speedup)} |")
-    share = comm_shares(sec)
-    for (loop, scheme), (ours, stock) in sorted(share.items()):
+                        f"scheduler process CPU per task, `{scheme}` ≤ {bound}× `{stock}`")
+                result = sr.speedup(c) if speedup else sr.cost(c)
+                rows.append(f"| {what} | {w} | {cfg['loop']} | {result} "
+                            f"| {_verdict(c, bound, speedup)} |")
+    for (loop, scheme), (ours, stock) in sorted(comm_shares(sec).items()):
         ratio = ours / stock if stock else None
         verdict = "not measured" if ratio is None else \
             ("met" if ratio <= COMM_SHARE_TARGET else "not met")
         rows.append(f"| comm share of MainThread samples, `{scheme}` ≤ half of "
-                    f"`{summary_stock(scheme)}`'s | {wmax} | {loop} | "
+                    f"`{stock_scheme(scheme)}`'s | {wmax} | {loop} | "
                     f"{100 * ours:.1f} % vs {100 * stock:.1f} % "
                     f"({'–' if ratio is None else f'{ratio:.2f}×'}; one profile each) "
                     f"| {verdict} |")
     return "\n".join(rows)
-
-
-def summary_stock(scheme: str) -> str:
-    """The stock scheme paired with ``scheme``."""
-    from bench.scale.suite import stock_of
-
-    return stock_of(scheme)
 
 
 def comm_shares(sec: dict[str, Any]) -> dict[tuple[str, str], tuple[float, float]]:
@@ -72,7 +68,7 @@ def comm_shares(sec: dict[str, Any]) -> dict[tuple[str, str], tuple[float, float
     by = {(p["scheme"], p["loop"]): p.get("comm_share") for p in sec.get("profiles", [])}
     out = {}
     for (scheme, loop), share in by.items():
-        stock = summary_stock(scheme)
+        stock = stock_scheme(scheme)
         if stock != scheme and share is not None and by.get((stock, loop)) is not None:
             out[(loop, scheme)] = (share, by[(stock, loop)])
     return out
@@ -83,19 +79,20 @@ def cost_table(sec: dict[str, Any], workload: str, stat: str) -> str:
     title, unit, _, _ = STATS[stat]
     labels = [c["label"] for c in sec["configs"]]
     rows = [f"**{workload}: {title}** ({unit}; in brackets the range over the "
-            f"repetitions; ratios are ours / stock on the same loop, paired)", "",
+            f"repetitions; then the speed-up against stock on the same loop, paired, "
+            f"> 1 is better)", "",
             "| workers | " + " | ".join(labels) + " |",
             "|---|" + "---|" * len(labels)]
     for w in sec["workers"]:
-        if not any(summary.values(sec, lab, metric_name(workload, w, stat)) for lab in labels):
+        if not any(sr.values(sec, lab, metric_name(workload, w, stat)) for lab in labels):
             continue
         cells = []
         for lab in labels:
             m = metric_name(workload, w, stat)
-            cell = summary.fmt_value(summary.values(sec, lab, m))
-            r = summary.ratio(sec, lab, m)
-            if r is not None:
-                cell += f"; {summary.fmt_ratio(r)}"
+            cell = sr.fmt_value(sr.values(sec, lab, m))
+            c = sr.comparison(sec, lab, m)
+            if c is not None:
+                cell += f"; {sr.speedup(c)}"
             cells.append(cell)
         rows.append(f"| {w} | " + " | ".join(cells) + " |")
     return "\n".join(rows)
@@ -105,7 +102,7 @@ def count_table(sec: dict[str, Any], workload: str) -> str:
     """What the scheduler's comms read and write per task, per W and config."""
     labels = [c["label"] for c in sec["configs"]]
     stats = [s for s in COUNT_STATS
-             if any(summary.values(sec, lab, metric_name(workload, w, s))
+             if any(sr.values(sec, lab, metric_name(workload, w, s))
                     for lab in labels for w in sec["workers"])]
     rows = [f"**{workload}: per task, at the scheduler** (medians; comm counts from "
             "`bench.scale.counting`, bytes and packets from the scheduler host's "
@@ -114,7 +111,7 @@ def count_table(sec: dict[str, Any], workload: str) -> str:
             "|---|---|" + "---|" * len(stats)]
     for w in sec["workers"]:
         for lab in labels:
-            vals = [summary.values(sec, lab, metric_name(workload, w, s)) for s in stats]
+            vals = [sr.values(sec, lab, metric_name(workload, w, s)) for s in stats]
             if any(vals):
                 rows.append(f"| {w} | {lab} | " + " | ".join(
                     "–" if v is None else f"{v['median']:,.2f}" for v in vals) + " |")

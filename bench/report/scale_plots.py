@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.report.plots import _plt, stacked_shares
-from bench.scale import summary
+from bench.report import scale_ratios as sr
 from bench.scale.metrics import STATS, metric_name
 
 #: Per-workload plots against W: scheduler process CPU and event-loop thread
@@ -26,7 +26,7 @@ def curve_plot(sec: dict[str, Any], workload: str, stat: str, outdir: Path) -> s
     for cfg in sec["configs"]:
         xs, med, lo, hi = [], [], [], []
         for w in sec["workers"]:
-            v = summary.values(sec, cfg["label"], metric_name(workload, w, stat))
+            v = sr.values(sec, cfg["label"], metric_name(workload, w, stat))
             if v is None:
                 continue
             xs.append(w)

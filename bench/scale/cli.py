@@ -47,7 +47,8 @@ PRESETS: dict[str, ScaleBounds] = {
                          run=RunBounds(start_timeout_s=60, workload_timeout_s=60),
                          budget_s=300.0, profile=False),
 }
-#: ``all`` runs the short tasks at 64 workers on every scheme and loop.
+#: ``all`` runs the short tasks at 64 workers on every scheme and loop
+#: (24 clusters, about 20 min), with a profile of each.
 ALL_PRESET = dataclasses.replace(
     PRESETS["full"], workers=(64,),
     sizes=Sizes(map=20_000, wide=0, tree=0, shuffle=0, graph_width=0),
@@ -123,17 +124,17 @@ def bounds_from(args: argparse.Namespace, base: ScaleBounds) -> ScaleBounds:
     return b
 
 
-def run_sections(args: argparse.Namespace, schemes: list[str], loops: list[str],
-                 bounds: ScaleBounds, out: Path) -> dict[str, Any]:
+def run_sections(schemes: list[str], loops: list[str], bounds: ScaleBounds, out: Path, *,
+                 loopback: bool = False, multihome: bool = True,
+                 quiet: bool = False) -> dict[str, Any]:
     """The ``scale`` and ``multihome`` sections of a run."""
-    from bench.scale import multihome
+    from bench.scale import multihome as mh
     from bench.scale.suite import run_scale
 
     sections: dict[str, Any] = {"scale": run_scale(schemes, loops, bounds, out,
-                                                   loopback=args.loopback,
-                                                   quiet=args.quiet)}
-    if not args.no_multihome:
-        sections["multihome"] = multihome.check(loopback=args.loopback)
+                                                   loopback=loopback, quiet=quiet)}
+    if multihome:
+        sections["multihome"] = mh.check(loopback=loopback)
     return sections
 
 
@@ -150,7 +151,8 @@ def run(args: argparse.Namespace) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     doc = results.new_document(f"scale/{args.size}")
     with environment.LoadSampler() as load:
-        doc.update(run_sections(args, schemes, loops, bounds, out))
+        doc.update(run_sections(schemes, loops, bounds, out, loopback=args.loopback,
+                                multihome=not args.no_multihome, quiet=args.quiet))
     doc["environment"]["load"] = load.summary()
     results.save(doc, out)
     pl = {} if args.no_plots else plots.render_all(doc, out)

@@ -32,9 +32,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from bench.common.options import is_tls
 from bench.scale import netns
 from bench.scale.cluster import ROOT, ScaleCluster
-from bench.scale.runner import is_tls
 from bench.scale.tlshosts import make_host_tls
 
 #: (label, scheme, takeover in the worker, patches/0002 in the worker)

@@ -8,15 +8,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.common.options import is_tls
 from bench.scale.cluster import ScaleCluster
 from bench.scale.graphs import Sizes
 from bench.scale.netns import Host
 from bench.scale.tlshosts import HostTLS
-
-
-def is_tls(scheme: str) -> bool:
-    """Whether ``scheme`` needs certificates."""
-    return scheme == "tls" or scheme.endswith("+tls")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,21 +18,13 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from bench.common.options import stock_scheme
 from bench.common.progress import Bar
 from bench.common.stats import summarize
 from bench.scale import categories, metrics, netns
 from bench.scale.graphs import Sizes
 from bench.scale.runner import RunBounds, run_cluster
 from bench.scale.tlshosts import make_host_tls
-
-#: The stock comm each asynciocomm scheme is paired against.
-STOCK = {"asyncio": "tcp", "asyncio+tls": "tls"}
-
-
-def stock_of(scheme: str) -> str:
-    """The stock scheme ``scheme`` is compared with (itself for a stock one)."""
-    return STOCK.get(scheme, scheme)
-
 
 @dataclasses.dataclass(frozen=True)
 class ScaleBounds:
@@ -58,7 +50,7 @@ class ScaleBounds:
 
 def order_configs(schemes: list[str], loops: list[str]) -> list[tuple[str, str]]:
     """scheme@loop pairs, each stock comm right before the asynciocomm one."""
-    ordered = sorted(schemes, key=lambda s: (stock_of(s), s != stock_of(s)))
+    ordered = sorted(schemes, key=lambda s: (stock_scheme(s), s != stock_scheme(s)))
     return [(s, lp) for lp in loops for s in ordered]
 
 
@@ -135,10 +127,10 @@ def run_scale(schemes: list[str], loops: list[str], bounds: ScaleBounds, outdir:
                     if out.get("profile"):
                         profiles.append(_profile_entry(label, scheme, loop, w, out["profile"]))
             reps_done = rep + 1
-    same_loop = {lab: f"{stock_of(s)}@{lp}" for (s, lp), lab in zip(configs, labels)}
+    same_loop = {lab: f"{stock_scheme(s)}@{lp}" for (s, lp), lab in zip(configs, labels)}
     metric_meta = metrics.metrics_for(names, list(bounds.workers))
     return {
-        "configs": [{"label": lab, "scheme": s, "loop": lp, "stock": stock_of(s)}
+        "configs": [{"label": lab, "scheme": s, "loop": lp, "stock": stock_scheme(s)}
                     for (s, lp), lab in zip(configs, labels)],
         "reference": labels[0],
         "same_loop_refs": same_loop,

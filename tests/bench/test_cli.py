@@ -28,3 +28,12 @@ def test_default_subcommand_is_quick() -> None:
     for name in ("comm", "cluster", "profile", "quick", "all"):
         a = cli.build_parser().parse_args([name, "--schemes", "tcp,tls", "--loops", "uvloop"])
         assert a.schemes == ["tcp", "tls"] and a.loops == ["uvloop"]
+
+
+def test_all_runs_tls_in_its_cluster_and_profile_parts_and_scale() -> None:
+    every = ["tcp", "tls", "asyncio", "asyncio+tls"]
+    assert cli.part_schemes("all", every) == every
+    assert cli.part_schemes("quick", every) == ["tcp", "asyncio"]
+    args = cli.build_parser().parse_args(["all"])
+    assert args.no_scale is False
+    assert "scale" in cli.commands()
