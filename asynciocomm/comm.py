@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import weakref
 from typing import Any
 
@@ -13,8 +12,9 @@ from asynciocomm.speedups import encode_frames, encode_single
 from asynciocomm.config import C_INT_MAX
 from asynciocomm.protocol import FramedProtocol
 from asynciocomm.serialization import FALLBACK, MessageCodec
+from asynciocomm.log import get_logger
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 def _finalize(protocol: FramedProtocol, r: str) -> None:

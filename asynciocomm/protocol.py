@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -32,6 +31,7 @@ from asynciocomm.encoder import Buffer
 from asynciocomm.speedups import FrameDecoder
 from asynciocomm.config import Settings
 from asynciocomm.errors import ProtocolError, translate
+from asynciocomm.log import get_logger
 from asynciocomm.pool import shared_pool
 from asynciocomm.sockopts import configure_socket
 from asynciocomm.writer import (
@@ -44,7 +44,7 @@ from asynciocomm.writer import (
     write_through_min,
 )
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -53,7 +53,7 @@ TRUNCATED = [
 
 @pytest.fixture
 def caplog_info(caplog):
-    caplog.set_level(logging.INFO, logger="asynciocomm")
+    caplog.set_level(logging.INFO, logger="distributed.comm.asyncio")
     return caplog
 
 
@@ -92,7 +92,7 @@ async def test_protocol_error_aborts_connection(data, expected, phase, caplog_in
             assert isinstance(err, CommClosedError), repr(err)
             assert "protocol error" in str(err) and expected in str(err), str(err)
         # The transport names the reason before aborting.
-        logged = [r for r in caplog_info.records if r.name == "asynciocomm.protocol"]
+        logged = [r for r in caplog_info.records if r.name == "distributed.comm.asyncio.protocol"]
         assert any(
             r.levelno >= logging.WARNING and "Aborting" in r.getMessage()
             and expected in r.getMessage()
@@ -124,7 +124,7 @@ async def test_truncated_stream_aborts_connection(data, phase, caplog_info) -> N
             assert any(
                 "closed before handshake completed" in r.getMessage()
                 for r in caplog_info.records
-                if r.name == "asynciocomm.listener"
+                if r.name == "distributed.comm.asyncio.listener"
             ), caplog_info.text
         await roundtrip(ASYNCIO, None, listener.contact_address)
 

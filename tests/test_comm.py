@@ -22,7 +22,7 @@ variant = variant_fixture(OWN)
 
 
 async def test_dropped_comm_is_closed_by_finalizer(variant, certs, caplog) -> None:
-    caplog.set_level(logging.WARNING, logger="asynciocomm")
+    caplog.set_level(logging.WARNING, logger="distributed.comm.asyncio")
     seen: asyncio.Future = asyncio.get_running_loop().create_future()
 
     async def handler(comm) -> None:
@@ -45,7 +45,7 @@ async def test_dropped_comm_is_closed_by_finalizer(variant, certs, caplog) -> No
 
 
 async def test_closed_comm_is_not_reported_dangling(variant, certs, caplog) -> None:
-    caplog.set_level(logging.WARNING, logger="asynciocomm")
+    caplog.set_level(logging.WARNING, logger="distributed.comm.asyncio")
     async with serve(variant, certs) as listener:
         comm = await connect_to(variant, certs, listener.contact_address, timeout=WAIT)
         await comm.close()

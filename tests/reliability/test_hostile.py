@@ -90,9 +90,9 @@ async def test_hostile_input(hostile, variant, certs) -> None:
         if variant.ours:
             text = logs.text()
             if hostile.invalid:
-                # the transport names the reason (asynciocomm.protocol, WARNING)
+                # the transport names the reason (distributed.comm.asyncio.protocol, WARNING)
                 assert any(
-                    r.name.startswith("asynciocomm") and r.levelno >= logging.WARNING
+                    r.name.startswith("distributed.comm.asyncio") and r.levelno >= logging.WARNING
                     and "Aborting" in r.getMessage()
                     and any(w in r.getMessage() for w in ("malformed header", "exceeds the bound"))
                     for r in logs.records
