@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import errno
+import dataclasses
 import inspect
-import logging
 import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -15,71 +14,56 @@ from distributed.comm.addressing import parse_host_port, unparse_host_port
 from distributed.comm.core import BaseListener, CommClosedError
 from distributed.comm.utils import ensure_concrete_host
 
+from asynciocomm.accepting import Acceptor
+from asynciocomm.binding import bind_sockets
 from asynciocomm.comm import AsyncioComm
 from asynciocomm.config import Settings, load_settings
+from asynciocomm.log import get_logger
 from asynciocomm.protocol import FramedProtocol
 from asynciocomm.tlsargs import check_encryption, expect_tls_context, tls_timeouts
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
-#: Attempts at binding every family of a wildcard address to one random port.
-BIND_ATTEMPTS = 5
-
-
-def bind_sockets(host: str, port: int, backlog: int) -> list[socket.socket]:
-    """Listening sockets for ``host`` (all interfaces when empty), one per family.
-
-    With port 0, the first socket picks the port and the others bind the same one
-    (bpo-45693: asyncio would give every family its own random port).
-    """
-    for attempt in range(BIND_ATTEMPTS):
-        try:
-            return _bind_once(host or None, port, backlog)
-        except OSError as e:
-            if port != 0 or e.errno != errno.EADDRINUSE or attempt == BIND_ATTEMPTS - 1:
-                raise
-    raise AssertionError("unreachable")  # pragma: no cover
+#: How a peer whose address the loop cannot tell is named. uvloop asks the kernel
+#: for it only when asked, and a peer that reset at once has none by then.
+UNKNOWN_PEER = "<unknown>"
+#: The stock listener's line for a peer gone before distributed's handshake.
+CLOSED_IN_HANDSHAKE = "Connection from %s closed before handshake completed"
 
 
-def _bind_once(host: str | None, port: int, backlog: int) -> list[socket.socket]:
-    infos = socket.getaddrinfo(
-        host, port, socket.AF_UNSPEC, socket.SOCK_STREAM, 0, socket.AI_PASSIVE
-    )
-    sockets: list[socket.socket] = []
-    seen: set[tuple[int, Any]] = set()
-    chosen_port = port
-    try:
-        for family, type_, proto, _, addr in infos:
-            if (family, addr) in seen:
-                continue
-            seen.add((family, addr))
-            if chosen_port:
-                addr = (addr[0], chosen_port, *addr[2:])
-            sock = socket.socket(family, type_, proto)
-            try:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                if family == socket.AF_INET6:
-                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-                sock.bind(addr)
-            except OSError as e:
-                sock.close()
-                if sockets and e.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
-                    continue  # e.g. no IPv6 on this host: serve the other family
-                raise
-            sock.listen(backlog)
-            sock.setblocking(False)
-            sockets.append(sock)
-            chosen_port = sock.getsockname()[1]
-    except BaseException:
-        for s in sockets:
-            s.close()
-        raise
-    return sockets
+def transport_address(transport: asyncio.BaseTransport, name: str) -> str:
+    """``host:port`` of the transport's ``sockname`` or ``peername``."""
+    addr = transport.get_extra_info(name)
+    return UNKNOWN_PEER if not addr else unparse_host_port(*addr[:2])
+
+
+@dataclasses.dataclass
+class _Tasks:
+    """The listener's connection tasks, kept referenced until they end."""
+
+    running: set[asyncio.Task[None]] = dataclasses.field(default_factory=set)
+
+    def start(self, coro: Awaitable[None], name: str) -> None:
+        task = asyncio.ensure_future(coro)
+        self.running.add(task)
+        task.add_done_callback(lambda t: self._done(t, name))
+
+    def _done(self, task: asyncio.Task[None], name: str) -> None:
+        self.running.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.error(
+                "Listener %s: error handling a connection", name, exc_info=task.exception()
+            )
 
 
 class AsyncioListener(BaseListener):
     """Listens on one address (both IP families for a wildcard) and calls
-    ``comm_handler`` with each comm once distributed's handshake is done."""
+    ``comm_handler`` with each comm once distributed's handshake is done.
+
+    Over TLS it accepts by hand (:class:`asynciocomm.accepting.Acceptor`) and
+    runs each handshake itself, so that a failed one is logged as the stock
+    listener logs it.
+    """
 
     def __init__(
         self,
@@ -105,21 +89,31 @@ class AsyncioListener(BaseListener):
         self._ssl = expect_tls_context(connection_args) if encrypted else None
         self._settings: Settings = load_settings()
         self._servers: list[asyncio.AbstractServer] | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._acceptor: Acceptor | None = None
+        self._started = False
+        self._tasks = _Tasks()
         self.bound_address: tuple[str, int] | None = None
+        #: For log lines, which outlive stop() (after it the address raises).
+        self._name = prefix + unparse_host_port(self.ip, self.port)
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         backlog = int(dask.config.get("distributed.comm.socket-backlog"))
         sockets = bind_sockets(self.ip, self.port, backlog)
-        extra = tls_timeouts(loop, self._settings.connect_timeout) if self._ssl else {}
+        # Prefer IPv4 when listening on both families, as the stock listener does.
+        by_family = sorted(sockets, key=lambda s: s.family != socket.AF_INET)
+        self.bound_address = by_family[0].getsockname()[:2]
+        self._name = self.prefix + unparse_host_port(*self.bound_address)
+        if self._ssl is not None:
+            self._acceptor = Acceptor(sockets, backlog, self._on_tls_accept, logger, self._name)
+            self._acceptor.start()
+            self._started = True
+            return
         servers: list[asyncio.AbstractServer] = []
         try:
             for sock in sockets:
                 servers.append(
-                    await loop.create_server(
-                        self._make_protocol, sock=sock, backlog=backlog, ssl=self._ssl, **extra
-                    )
+                    await loop.create_server(self._make_protocol, sock=sock, backlog=backlog)
                 )
         except BaseException:
             for server in servers:
@@ -128,39 +122,75 @@ class AsyncioListener(BaseListener):
                 sock.close()
             raise
         self._servers = servers
-        # Prefer IPv4 when listening on both families, as the stock listener does.
-        by_family = sorted(sockets, key=lambda s: s.family != socket.AF_INET)
-        self.bound_address = by_family[0].getsockname()[:2]
+        self._started = True
 
     def stop(self) -> None:
+        """Stop accepting connections. Comms already accepted, those still in
+        distributed's handshake included, are left alone, as the ``Listener``
+        contract says: ``distributed.core.Server.stop()`` aborts the handshaking
+        ones itself (``abort_handshaking_comms``)."""
+        self._started = False
         servers, self._servers = self._servers, None
         for server in servers or ():
             server.close()
-        self.abort_handshaking_comms()
+        acceptor, self._acceptor = self._acceptor, None
+        if acceptor is not None:
+            acceptor.close()
+
+    # -- accepting -----------------------------------------------------------------
 
     def _make_protocol(self) -> FramedProtocol:
         return FramedProtocol(self._settings, on_connect=self._on_connect)
 
+    def _on_tls_accept(self, conn: socket.socket, address: Any) -> None:
+        self._tasks.start(self._tls_handshake(conn, address), self._name)
+
+    async def _tls_handshake(self, conn: socket.socket, address: Any) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            # The protocol's connection_made, once the handshake is done, hands
+            # the connection on (_on_connect). On failure the loop closes conn.
+            await loop.connect_accepted_socket(
+                self._make_protocol,
+                conn,
+                ssl=self._ssl,
+                **tls_timeouts(loop, self._settings.connect_timeout),
+            )
+        except (OSError, asyncio.TimeoutError) as e:
+            # The stock listener's line (distributed.comm.tcp.TLSListener).
+            logger.warning(
+                "Listener on %r: TLS handshake failed with remote %r: %s",
+                self._name,
+                self.prefix + unparse_host_port(*address[:2]),
+                str(e) or type(e).__name__,
+            )
+
     def _on_connect(self, protocol: FramedProtocol) -> None:
-        if self._servers is None:
-            # Accepted after stop(): abort_handshaking_comms() has run already.
-            protocol.abort()
-            return
         transport = protocol.transport
         assert transport is not None
-        local = self.prefix + unparse_host_port(*transport.get_extra_info("sockname")[:2])
-        peer = self.prefix + unparse_host_port(*transport.get_extra_info("peername")[:2])
+        if not self._started:
+            # Accepted after stop(), before this ran: nothing will hand it to a
+            # handler or abort it, so the client would hang in its handshake
+            # (which has no timeout). Close it, as the stock listener does.
+            protocol.abort()
+            return
+        if not transport.get_extra_info("peername"):
+            # Reset before we saw it (uvloop asks the kernel for the address only
+            # now): the handshake cannot run. The stock listener's line for it.
+            logger.info(CLOSED_IN_HANDSHAKE, self.prefix + UNKNOWN_PEER)
+            protocol.abort()
+            return
+        local = self.prefix + transport_address(transport, "sockname")
+        peer = self.prefix + transport_address(transport, "peername")
         comm = AsyncioComm(protocol, local, peer, self.deserialize)
         comm.allow_offload = self.allow_offload
-        task = asyncio.ensure_future(self._handle(comm))
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
+        self._tasks.start(self._handle(comm), self._name)
 
     async def _handle(self, comm: AsyncioComm) -> None:
         try:
             await self.on_connection(comm)
         except CommClosedError:
-            logger.info("Connection from %s closed before handshake completed", comm.peer_address)
+            logger.info(CLOSED_IN_HANDSHAKE, comm.peer_address)
             return
         except BaseException:
             comm.abort()
@@ -169,18 +199,12 @@ class AsyncioListener(BaseListener):
         if inspect.isawaitable(result):
             await result
 
-    def _task_done(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            logger.error(
-                "Listener %s: error handling a connection",
-                self.prefix + unparse_host_port(self.ip, self.port),
-                exc_info=task.exception(),
-            )
+    # -- addresses -----------------------------------------------------------------
 
     def get_host_port(self) -> tuple[str, int]:
-        """The listening address as a (host, port) tuple."""
-        if self.bound_address is None:
+        """The listening address as a (host, port) tuple. Raises ValueError when
+        the listener is not started, or stopped, as the stock listener does."""
+        if not self._started or self.bound_address is None:
             raise ValueError("invalid operation on non-started AsyncioListener")
         return self.bound_address
 

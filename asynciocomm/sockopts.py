@@ -6,16 +6,27 @@ so a dead peer is detected in the same time on either transport.
 
 from __future__ import annotations
 
-import logging
+import os
 import socket
 import sys
 from typing import Any
 
-logger = logging.getLogger(__name__)
+from asynciocomm.log import get_logger
+
+logger = get_logger(__name__)
 
 #: Keepalive probes before the kernel declares the peer dead (the stock comm's choice).
 KEEPALIVE_PROBES = 10
 _TCP_USER_TIMEOUT = getattr(socket, "TCP_USER_TIMEOUT", 18)  # Linux >= 2.6.37
+
+
+def reuse_address(os_name: str = os.name) -> bool:
+    """Whether listening sockets get SO_REUSEADDR: on POSIX only, as tornado and
+    asyncio decide. On POSIX it only lets a port be bound again while closed
+    connections linger in TIME_WAIT; on Windows it lets a second process bind a
+    port that a listener still holds (SO_EXCLUSIVEADDRUSE semantics are not the
+    default there), so a second scheduler would start on a port in use."""
+    return os_name != "nt"
 
 
 def keepalive_schedule(timeout: int) -> tuple[int, int]:

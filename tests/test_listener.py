@@ -1,20 +1,29 @@
 """Listener and address handling: dual-stack wildcard port, IPv6, contact
-addresses, the listen backlog, stop() during handshakes, backend address
-functions."""
+addresses, the listen backlog, stop() during handshakes, binding without IPv6
+(also through the real ``dask scheduler``), backend address functions."""
 
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
 import shutil
+import socket
 import subprocess
+import sys
+import textwrap
 
 import dask
 import pytest
 from distributed.comm import addressing, listen
-from distributed.comm.core import CommClosedError
 from distributed.comm.registry import get_backend
+from distributed.core import Server, rpc
 from distributed.utils import get_ip
 
+from asynciocomm.binding import bind_sockets, candidates
+from bench.relconn import echo
+from tests.conformance.listening import NO_IPV6_PRELUDE, no_ipv6
+from tests.conftest import loop_env
 from tests.helpers_net import WAIT, RawPeer, roundtrip
 from tests.variants import OURS, OWN, connect_to, serve, variant_fixture
 
@@ -89,39 +98,147 @@ async def test_listen_backlog_follows_config(backlog) -> None:
         assert int(row[2]) == min(backlog, somaxconn), row  # Send-Q: the backlog
 
 
-async def test_stop_aborts_comms_in_handshake(variant, certs) -> None:
-    """A client that connected but is still in distributed's handshake when the
-    listener stops gets an error, not a hang."""
-    async with serve(variant, certs) as listener:
+async def test_stop_leaves_comms_in_handshake_and_accepts_no_more(variant, certs) -> None:
+    """stop() stops accepting and nothing else (the Listener contract): a client
+    in distributed's handshake finishes it afterwards and is served."""
+    handed: asyncio.Queue = asyncio.Queue()
+    async with serve(variant, certs, handed.put) as listener:
         connector = get_backend(variant.scheme).get_connector()
-        _, loc = addressing.parse_address(listener.contact_address)
+        address = listener.contact_address
+        _, loc = addressing.parse_address(address)
         comm = await asyncio.wait_for(
             connector.connect(loc, **variant.connect_args(certs)), WAIT
         )
         try:
             theirs = await asyncio.wait_for(comm.read(), WAIT)  # the listener's half
             assert "pickle-protocol" in theirs
-            listener.stop()  # we never send ours
-            with pytest.raises(CommClosedError):
-                await asyncio.wait_for(comm.read(), WAIT)
+            listener.stop()
+            await comm.write(comm.handshake_info())  # ours, after stop()
+            server = await asyncio.wait_for(handed.get(), WAIT)
+            await server.write({"op": "served"})
+            assert await asyncio.wait_for(comm.read(), WAIT) == {"op": "served"}
+            server.abort()
         finally:
             comm.abort()
         # No new connection is accepted after stop().
         with pytest.raises(OSError):
             await asyncio.wait_for(
-                connect_to(variant, certs, listener.contact_address, timeout=1), WAIT
+                connect_to(variant, certs, address, timeout=1), WAIT
             )
 
 
-async def test_stop_aborts_raw_peer_in_handshake() -> None:
-    async with serve(ASYNCIO, None) as listener:
-        peer = RawPeer.connect(listener.contact_address)
+async def test_server_stop_aborts_raw_peer_in_handshake() -> None:
+    """distributed.core.Server.stop() aborts what is still in its handshake."""
+    server = Server({})
+    await server.listen("asyncio://127.0.0.1:0")
+    peer = RawPeer.connect(server.address)
+    try:
+        await peer.read_msg()
+        server.stop()
+        assert await peer.wait_closed_by_peer() in ("eof", "reset")
+    finally:
+        peer.close()
+        server.stop()
+
+
+async def test_tls_connection_accepted_before_stop_is_closed_after_its_handshake(certs) -> None:
+    """A TLS connection accepted before stop() whose handshake ends after it is
+    closed, as the stock listener closes it: no handler will ever take it, and
+    its client would wait in distributed's handshake, which has no timeout."""
+    tls = next(v for v in OWN if v.tls)
+    handed: list = []
+    async with serve(tls, certs, handed.append) as listener:
+        host, port = listener.get_host_port()
+        raw = socket.create_connection((host, port), timeout=WAIT)
+        raw.setblocking(False)
+        for _ in range(WAIT * 50):  # until the listener has accepted it
+            if listener._tasks.running:
+                break
+            await asyncio.sleep(0.02)
+        assert listener._tasks.running
+        listener.stop()
+        ctx = tls.connect_args(certs)["ssl_context"]
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(sock=raw, ssl=ctx, server_hostname="localhost"), WAIT
+        )
         try:
-            await peer.read_msg()
-            listener.stop()
-            assert await peer.wait_closed_by_peer() in ("eof", "reset")
+            assert await asyncio.wait_for(reader.read(), WAIT) == b""  # closed, unread
         finally:
-            peer.close()
+            writer.close()
+    assert handed == []
+
+
+async def test_tls_stop_frees_the_port_at_once(certs) -> None:
+    tls = next(v for v in OWN if v.tls)
+    listener = listen(f"{tls.scheme}://127.0.0.1:0", echo, **tls.listen_args(certs))
+    await listener.start()
+    port = listener.get_host_port()[1]
+    listener.stop()
+    again = socket.socket()
+    try:
+        again.bind(("127.0.0.1", port))  # no await in between
+    finally:
+        again.close()
+
+
+def test_candidates_follow_tornado() -> None:
+    """AF_INET first, duplicates once, macOS's link-local localhost entry out."""
+    v4 = (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", 0))
+    v6 = (socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("::1", 0, 0, 0))
+    link = (socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("fe80::1%lo0", 0, 0, 1))
+    infos = [v6, link, v4, v6]
+    assert candidates(infos, "localhost", platform="linux") == [v4, v6, link]
+    assert candidates(infos, "localhost", platform="darwin") == [v4, v6]
+    assert candidates(infos, "example", platform="darwin") == [v4, v6, link]
+
+
+def test_bind_without_ipv6_binds_ipv4_only() -> None:
+    with no_ipv6():
+        sockets = bind_sockets("", 0, 16)
+    try:
+        assert [s.family for s in sockets] == [socket.AF_INET]
+        assert sockets[0].getsockname()[0] == "0.0.0.0"
+    finally:
+        for s in sockets:
+            s.close()
+    with no_ipv6(), pytest.raises(OSError) as info:
+        bind_sockets("::1", 0, 16)
+    assert info.value.errno == errno.EAFNOSUPPORT
+
+
+@pytest.mark.parametrize("protocol", ["asyncio", "tcp"])
+async def test_scheduler_cli_starts_without_ipv6(protocol, loop_name) -> None:
+    """``dask scheduler --protocol ...`` on a host whose kernel has no IPv6
+    (socket() fails with EAFNOSUPPORT for AF_INET6): it starts, on all
+    interfaces, and serves. ``tcp`` is the stock comm, for reference."""
+    dask_cli = os.path.join(os.path.dirname(sys.executable), "dask")
+    wrapper = NO_IPV6_PRELUDE + textwrap.dedent(
+        f"""
+        import runpy, sys
+        sys.argv = [{dask_cli!r}, *sys.argv[1:]]
+        runpy.run_path({dask_cli!r}, run_name="__main__")
+        """
+    )
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", wrapper, "scheduler", "--protocol", protocol,
+        "--port", "0", "--no-dashboard",
+        env=loop_env(loop_name), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+    )
+    lines: list[str] = []
+    try:
+        port = None
+        while port is None:
+            line = (await asyncio.wait_for(proc.stderr.readline(), 2 * WAIT)).decode()
+            assert line, "scheduler exited:\n" + "".join(lines)
+            lines.append(line)
+            if "Scheduler at:" in line:
+                port = int(line.rsplit(":", 1)[1])
+        async with rpc(f"{protocol}://127.0.0.1:{port}") as scheduler:
+            info = await asyncio.wait_for(scheduler.identity(), WAIT)
+        assert info["type"] == "Scheduler"
+    finally:
+        proc.terminate()
+        await asyncio.wait_for(proc.wait(), WAIT)
 
 
 @pytest.mark.parametrize("scheme", ["asyncio", "asyncio+tls"])
