@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import Any
 
 #: The modules that hold checks, by area.
-MODULES = ("messages", "lifecycle", "closing", "serialization", "listening")
+MODULES = ("messages", "lifecycle", "closing", "serialization", "listening", "connecting")
 
 
 def modules() -> list[ModuleType]:
