@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from bench.reliability.differential.ops import Abort, Close, DoubleRead, Read, Sequence, Write
 
 #: Issue 16 items not fixed yet.
-OPEN_BUGS: frozenset[int] = frozenset({3})
+OPEN_BUGS: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
