@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from distributed.comm import connect, listen
 
-from bench.relconn import echo
+from bench.reliability.conn import echo
 from tests.certs import Certs
 from tests.variants import VARIANTS, Variant
 
