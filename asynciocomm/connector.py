@@ -43,7 +43,7 @@ class AsyncioConnector(Connector):
             kwargs["ssl"] = expect_tls_context(connection_args)
             # SNI and hostname checks name the host asked for, not the address won.
             kwargs["server_hostname"] = connection_args.get("server_hostname") or host
-            kwargs.update(tls_timeouts(loop, settings.connect_timeout))
+            kwargs.update(tls_timeouts(loop, settings))
         try:
             if numeric(host, port) is not None:
                 # One address, nothing to race: the loop connects by itself.

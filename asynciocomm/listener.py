@@ -154,7 +154,7 @@ class AsyncioListener(BaseListener):
                 self._make_protocol,
                 conn,
                 ssl=self._ssl,
-                **tls_timeouts(loop, self._settings.connect_timeout),
+                **tls_timeouts(loop, self._settings),
             )
         except (OSError, asyncio.TimeoutError) as e:
             # The stock listener's line (distributed.comm.tcp.TLSListener).

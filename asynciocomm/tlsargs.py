@@ -7,6 +7,8 @@ import ssl
 import sys
 from typing import Any
 
+from asynciocomm.config import Settings
+
 
 def check_encryption(prefix: str, encrypted: bool, address: str, args: dict[str, Any]) -> None:
     """Refuse a plain scheme when the configuration requires encryption."""
@@ -29,15 +31,16 @@ def expect_tls_context(args: dict[str, Any]) -> ssl.SSLContext:
     return ctx
 
 
-def tls_timeouts(loop: asyncio.AbstractEventLoop, connect_timeout: float) -> dict[str, float]:
+def tls_timeouts(loop: asyncio.AbstractEventLoop, settings: Settings) -> dict[str, float]:
     """Bounds on the TLS handshake and shutdown, passed to create_server/connection.
 
     The handshake gets the connect timeout (a peer that never completes it is
-    dropped then). The shutdown (close_notify exchange) gets the same bound instead
-    of asyncio's 30 s default, so a peer that vanishes cannot hold close() longer
-    than a connect attempt.
+    dropped then). The shutdown gets ``timeouts.tcp``, the bound the kernel gives
+    the stock comm's unsent bytes (TCP_USER_TIMEOUT): ``close()`` returns without
+    waiting for it (see ``protocol.CLOSE_NOTIFY_WAIT``), and the transport keeps
+    sending what it holds, then gives up on a peer silent for that long.
     """
-    kwargs = {"ssl_handshake_timeout": connect_timeout}
+    kwargs: dict[str, float] = {"ssl_handshake_timeout": settings.connect_timeout}
     if sys.version_info >= (3, 11) or type(loop).__module__.startswith("uvloop"):
-        kwargs["ssl_shutdown_timeout"] = connect_timeout
+        kwargs["ssl_shutdown_timeout"] = float(settings.tcp_timeout)
     return kwargs

@@ -35,6 +35,26 @@ def test_settings_follow_distributed_timeouts_and_shard() -> None:
     assert (s.connect_timeout, s.tcp_timeout, s.shard) == (7, 120, 8 * 2**20)
 
 
+def test_tls_handshake_gets_the_connect_timeout_and_shutdown_the_tcp_one() -> None:
+    """The TLS shutdown, which close() no longer waits for (issue 16.8), is
+    bounded as the kernel bounds the stock comm's unsent bytes: timeouts.tcp."""
+    import asyncio
+
+    from asynciocomm.tlsargs import tls_timeouts
+
+    with dask.config.set(
+        {"distributed.comm.timeouts.connect": "7s", "distributed.comm.timeouts.tcp": "45s"}
+    ):
+        settings = config.load_settings()
+    loop = asyncio.new_event_loop()
+    try:
+        assert tls_timeouts(loop, settings) == {
+            "ssl_handshake_timeout": 7, "ssl_shutdown_timeout": 45
+        }
+    finally:
+        loop.close()
+
+
 @pytest.mark.parametrize(
     "override",
     [
