@@ -146,6 +146,10 @@ def test_cli_scheduler_and_workers(loop, tmp_path) -> None:
             raise
 
 
+def _worker_names(dask_scheduler) -> dict:
+    return {ws.name: addr for addr, ws in dask_scheduler.workers.items()}
+
+
 @pytest.mark.parametrize("loop", LOOPS)
 def test_mixed_takeover_cluster(loop, tmp_path) -> None:
     """A takeover scheduler (--preload) on tcp://, one stock worker and one takeover
@@ -165,10 +169,9 @@ def test_mixed_takeover_cluster(loop, tmp_path) -> None:
                 with Client(address, timeout=WAIT) as c:
                     _check_workers(c, "tcp", loop, 2)
                     assert c.run_on_scheduler(_tcp_module) == "asynciocomm.backend"
-                    by_name = {
-                        info["name"]: addr
-                        for addr, info in c.scheduler_info()["workers"].items()
-                    }
+                    # From the scheduler itself: the client's cached
+                    # scheduler_info() may predate the second registration.
+                    by_name = c.run_on_scheduler(_worker_names)
                     modules = c.run(_tcp_module)
                     assert modules[by_name["stock"]] == "distributed.comm.tcp"
                     assert modules[by_name["takeover"]] == "asynciocomm.backend"
