@@ -36,6 +36,8 @@ STATS: dict[str, tuple[str, str, bool, bool]] = {
     "wire_rx_pkts": ("packets received per task (interface)", "", False, False),
     "wire_tx_pkts": ("packets sent per task (interface)", "", False, False),
 }
+#: How the report names each workload.
+WORKLOAD_TITLES = {"map": "short tasks", "graph": "large graph"}
 COUNT_KEYS = ("reads", "read_msgs", "writes", "write_msgs", "write_bytes")
 WIRE_KEYS = ("wire_rx_bytes", "wire_rx_pkts", "wire_tx_bytes", "wire_tx_pkts")
 
@@ -58,7 +60,8 @@ def metrics_for(workloads: list[str], workers: list[int]) -> dict[str, dict[str,
         for w in workers:
             for stat, (title, unit, higher, ratio) in STATS.items():
                 out[metric_name(wl, w, stat)] = {
-                    "title": f"{wl}, {w} workers: {title}", "unit": unit,
+                    "title": f"scale, {w} workers, {WORKLOAD_TITLES.get(wl, wl)}: {title}",
+                    "unit": unit,
                     "higher_is_better": higher, "ratio": ratio}
     return out
 
