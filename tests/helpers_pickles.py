@@ -71,3 +71,54 @@ def counting() -> Iterator[list[int]]:
 def f(a: Any, b: Any) -> int:
     """A task of two counted arguments."""
     return int(a.total() + b.total())
+
+
+#: A lambda of an importable module: pickle looks up ``<lambda>`` there and fails.
+lam = lambda x: x  # noqa: E731
+
+
+def local_function() -> Any:
+    """A new local function, pickled by value as a user's is."""
+
+    def inc(x: Any) -> Any:
+        return x
+
+    return inc
+
+
+class Dasked:
+    """Has a dask serializer, which ``_DaskPickler`` uses; pickle cannot pickle
+    it (a local function in it), cloudpickle pickles it by value."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.fn = local_function()
+
+
+def dask_dumps(x: Any) -> tuple[dict[str, Any], list[bytes]]:
+    """A dask serializer that names what it got: a Dasked, a function or a task."""
+    name = getattr(x, "n", None) or getattr(x, "__qualname__", None) or type(x).__qualname__
+    return {"what": str(name)}, []
+
+
+def dask_loads(header: dict[str, Any], frames: list[Any]) -> Any:
+    """The other half of :func:`dask_dumps`."""
+    return header["what"]
+
+
+class DaskLoaded:
+    """The other half of :func:`dask_dumps` for functions and tasks: a class,
+    since a function registered for functions would be reduced by itself."""
+
+    def __init__(self, header: dict[str, Any], frames: list[Any]) -> None:
+        self.what = header["what"]
+
+
+def _register() -> None:
+    from distributed.protocol.serialize import dask_deserialize, dask_serialize
+
+    dask_serialize.register(Dasked)(dask_dumps)
+    dask_deserialize.register(Dasked)(dask_loads)
+
+
+_register()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from distributed.protocol.serialize import Pickled, Serialized, ToPickle, serial
 
 from asynciocomm import serialization
 from asynciocomm.serialization import FALLBACK, MessageCodec
+from tests.helpers_pickles import local_function
 
 
 PLAIN = [
@@ -23,11 +25,11 @@ PLAIN = [
     {"bin": b"\x00\xff" * 100, "str": "é" * 10, "big": 2**63 - 1},
     {"has__dunder": "a__b"},
 ]
-def _compute_task(i: int) -> dict:
+def _compute_task(i: int, func: Any = operator.add) -> dict:
     """The shape of the scheduler's hottest message with sub-frames."""
     return {"op": "compute-task", "key": ("wide-map", i), "run_id": 0,
             "priority": (0, 1, i), "stimulus_id": f"compute-task-{i}", "who_has": {},
-            "nbytes": {}, "run_spec": ToPickle(Task(("wide-map", i), operator.add, i, 1)),
+            "nbytes": {}, "run_spec": ToPickle(Task(("wide-map", i), func, i, 1)),
             "resource_restrictions": None, "actor": False, "annotations": {},
             "span_id": "8def9f18"}
 
@@ -39,6 +41,7 @@ HOOKED = [
     {"p": ToPickle(lambda: 1)},  # cloudpickle by value
     {"p": ToPickle(b"x" * 5000)},
     [_compute_task(i) for i in range(40)],
+    [_compute_task(i, local_function()) for i in range(40)],  # a function pickled by value
     {"op": "mixed", "a": ToPickle({"nested": ToPickle(3)}), "set": {"k"}, "b": ToPickle(None)},
     {"p": ToPickle(np.arange(100_000))},  # out-of-band pickle buffers
     {"p": ToPickle(np.zeros(100_000))},  # compressible ones
