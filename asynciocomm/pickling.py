@@ -20,8 +20,9 @@ Two steps are left out where their outcome is certain:
   pickled by value (:func:`by_value`): a user's local function or lambda, or a
   function of ``__main__``. distributed runs ``pickle.dumps`` and
   ``_DaskPickler`` on such a task for nothing and keeps ``cloudpickle.dumps``;
-  here only cloudpickle runs (a ``compute-task`` of ``client.map`` with a local
-  function: 25 µs of pickling instead of 38 µs, bench/results/writepath.md).
+  here only cloudpickle runs (the task spec of a ``compute-task`` of
+  ``client.map`` with a local function: 16 µs of CPU instead of 27-28 µs, best
+  of 9; bench/results/writepath.md). The test costs 0.4 µs and keeps no cache.
   Should cloudpickle fail, distributed's steps run from the start, for its logs
   and its error: cloudpickle then runs twice on a message that fails anyway.
   What the skipped attempts would have done only on the side (``__reduce__`` of

@@ -1,2 +1,3 @@
-"""``profile``: py-spy on the scheduler during a cluster workload, and the analysis
-of its speedscope files."""
+"""``profile``: py-spy on the scheduler during a cluster workload, the analysis
+of its speedscope files, and (``python -m bench.profile.writepath``) the CPU of
+each pickling step of the scheduler's ``compute-task`` messages."""
