@@ -85,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
                             default=name != "quick",
                             help="the rawsock / rawaio / rawtask / proto references "
                                  "(default: on, off for quick)")
+            sp.add_argument("--cpu-thread", action="store_true",
+                            help="a CPU-bound pure-Python thread in every comm server "
+                                 "process, as a worker's task threads (GIL hand-offs)")
         if name in ("cluster", "profile", "quick", "all"):
             sp.add_argument("--gc", type=_gcs, default=None,
                             help="scheduler GC: on, off or on,off")
@@ -165,7 +168,8 @@ def run(args: argparse.Namespace) -> Path:
         if args.cmd in ("comm", "quick", "all"):
             from bench.comm.suite import run_comm
 
-            doc["comm"] = run_comm(schemes, loops, comm_b, refs=args.refs, quiet=args.quiet)
+            doc["comm"] = run_comm(schemes, loops, comm_b, refs=args.refs, quiet=args.quiet,
+                                   cpu_thread=args.cpu_thread)
         if args.cmd in ("cluster", "quick", "all"):
             from bench.cluster.suite import run_cluster
 

@@ -12,11 +12,14 @@ import time
 import traceback
 from typing import Any
 
+import dask
+
 from bench.comm import drivers, references
 from bench.common import measure
 from bench.common.loops import run_on_loop, running_loop_class
-from bench.common.options import (REFERENCE_SCHEME, CommBounds, is_tls, over_budget,
-                                  reference_loop, stock_peer, stock_scheme)
+from bench.common.options import (REFERENCE_SCHEME, CommBounds, base_scheme, is_tls,
+                                  over_budget, reference_loop, scheme_config, stock_peer,
+                                  stock_scheme)
 from bench.common.progress import Bar
 from bench.comm.serverproc import ServerProcess
 from bench.common.stats import summarize
@@ -34,6 +37,10 @@ class CommConfig:
     tls: bool
 
 
+#: How the per-thread CPU metrics name each thread of the server.
+THREAD_TITLES = {"loop": "event-loop thread", "io": "TLS I/O thread"}
+
+
 def metrics_for(bounds: CommBounds) -> dict[str, dict[str, Any]]:
     """Metadata of every comm metric: title, unit, direction."""
     m: dict[str, dict[str, Any]] = {
@@ -44,6 +51,11 @@ def metrics_for(bounds: CommBounds) -> dict[str, dict[str, Any]]:
                         "higher_is_better": False},
         "ping_cpu_us": {"title": "server CPU per round trip", "unit": "µs",
                         "higher_is_better": False},
+        "ping_loop_cpu_us": {"title": "server event-loop thread CPU per round trip",
+                             "unit": "µs", "higher_is_better": False, "plot": False},
+        "ping_io_cpu_us": {"title": "server TLS I/O thread CPU per round trip",
+                           "unit": "µs", "higher_is_better": False, "ratio": False,
+                           "plot": False},
         "stream_msgs": {"title": "stream 1 KiB one-way", "unit": "msg/s"},
         "stream_cpu_us": {"title": "server CPU per 1 KiB message", "unit": "µs",
                           "higher_is_better": False},
@@ -54,6 +66,11 @@ def metrics_for(bounds: CommBounds) -> dict[str, dict[str, Any]]:
         m[f"bulk_{lab}_cpu_us"] = {"title": f"server CPU per {lab} message",
                                    "unit": "µs", "higher_is_better": False,
                                    "plot": size <= 64 * 1024}
+        for thread in ("loop", "io"):
+            m[f"bulk_{lab}_{thread}_cpu_us"] = {
+                "title": f"server {THREAD_TITLES[thread]} CPU per {lab} message",
+                "unit": "µs", "higher_is_better": False, "ratio": thread == "loop",
+                "plot": False}
         m[f"bulk_{lab}_faults"] = {"title": f"server page faults per {lab} message",
                                    "unit": "faults", "higher_is_better": False,
                                    "ratio": False, "plot": False}
@@ -91,13 +108,16 @@ def build_configs(schemes: list[str], loops: list[str], refs: bool) -> list[Comm
 
 
 def _run_one(cfg: CommConfig, bounds: CommBounds, tls: TLSFiles | None,
-             bar: Bar) -> tuple[dict[str, float], dict[str, Any]]:
+             bar: Bar, cpu_thread: bool = False) -> tuple[dict[str, float], dict[str, Any]]:
     """Measure one configuration once; returns (metrics, loop classes)."""
     if cfg.kind == "proto":
         return references.proto_run(bounds), {"client": "asyncio (no I/O)"}
+    config = scheme_config(cfg.scheme) if cfg.scheme else {}
     spec = {"kind": "rawaio" if cfg.kind == "rawtask" else cfg.kind,
-            "task": cfg.kind == "rawtask", "scheme": cfg.scheme, "loop": cfg.loop,
-            "tls": dataclasses.asdict(tls) if (cfg.tls and tls) else None}
+            "task": cfg.kind == "rawtask",
+            "scheme": base_scheme(cfg.scheme) if cfg.scheme else None, "loop": cfg.loop,
+            "tls": dataclasses.asdict(tls) if (cfg.tls and tls) else None,
+            "config": config, "cpu_thread": cpu_thread}
     with ServerProcess(spec) as server:
         classes: dict[str, Any] = {"server": server.loop_class}
         client_args: dict[str, Any] = {}
@@ -119,12 +139,15 @@ def _run_one(cfg: CommConfig, bounds: CommBounds, tls: TLSFiles | None,
             return await measure.run_all(driver, bounds, server.usage, bar.advance)
 
         assert cfg.loop is not None
-        return run_on_loop(client, cfg.loop), classes
+        with dask.config.set(config):  # the label's settings on the client side too
+            return run_on_loop(client, cfg.loop), classes
 
 
 def run_comm(schemes: list[str], loops: list[str], bounds: CommBounds, *,
-             refs: bool = True, quiet: bool = False) -> dict[str, Any]:
-    """Run the comm suite and return its JSON section."""
+             refs: bool = True, quiet: bool = False,
+             cpu_thread: bool = False) -> dict[str, Any]:
+    """Run the comm suite and return its JSON section. ``cpu_thread``: a
+    CPU-bound pure-Python thread runs in every server process."""
     configs = build_configs(schemes, loops, refs)
     metrics = metrics_for(bounds)
     samples: list[dict[str, Any]] = []
@@ -145,7 +168,7 @@ def run_comm(schemes: list[str], loops: list[str], bounds: CommBounds, *,
                 for cfg in configs:
                     bar.describe(f"rep {rep + 1}/{bounds.reps} {cfg.label}")
                     try:
-                        values, classes = _run_one(cfg, bounds, tls, bar)
+                        values, classes = _run_one(cfg, bounds, tls, bar, cpu_thread)
                     except Exception as exc:
                         errors.append({"rep": rep, "config": cfg.label,
                                        "error": f"{type(exc).__name__}: {exc}",
@@ -171,6 +194,7 @@ def run_comm(schemes: list[str], loops: list[str], bounds: CommBounds, *,
         "loop_classes": loop_classes,
         "bounds": {**dataclasses.asdict(bounds),
                    "bulk": {str(k): v for k, v in bounds.bulk.items()}},
+        "cpu_thread": cpu_thread,
         "reps_done": reps_done,
         "truncated": truncated,
         "errors": errors,

@@ -34,9 +34,14 @@ class Usage(NamedTuple):
 
     cpu: float
     faults: int
+    #: CPU seconds of the server's event-loop thread and of asynciocomm's TLS
+    #: I/O thread (0 where there is none): what each thread of the process costs
+    loop_cpu: float = 0.0
+    io_cpu: float = 0.0
 
     def since(self, start: Usage) -> Usage:
-        return Usage(self.cpu - start.cpu, self.faults - start.faults)
+        return Usage(self.cpu - start.cpu, self.faults - start.faults,
+                     self.loop_cpu - start.loop_cpu, self.io_cpu - start.io_cpu)
 
 
 def warmup_messages(size: int, count: int) -> int:
@@ -57,7 +62,7 @@ async def ping(driver: Any, conn: Any, n: int, secs: float,
     for _ in range(min(50, n)):
         await driver.ping(conn)
     lat: list[float] = []
-    cpu0 = server_usage().cpu
+    usage0 = server_usage()
     t0 = time.perf_counter()
     deadline = t0 + secs
     for i in range(n):
@@ -68,12 +73,14 @@ async def ping(driver: Any, conn: Any, n: int, secs: float,
         if t2 > deadline:
             break
     elapsed = time.perf_counter() - t0
-    cpu = server_usage().cpu - cpu0
+    used = server_usage().since(usage0)
     return {
         "ping_rts": len(lat) / elapsed,
         "ping_p50_us": percentile(lat, 50) * 1e6,
         "ping_p99_us": percentile(lat, 99) * 1e6,
-        "ping_cpu_us": cpu / len(lat) * 1e6,
+        "ping_cpu_us": used.cpu / len(lat) * 1e6,
+        "ping_loop_cpu_us": used.loop_cpu / len(lat) * 1e6,
+        "ping_io_cpu_us": used.io_cpu / len(lat) * 1e6,
     }
 
 
@@ -139,6 +146,8 @@ def bulk_metrics(size: int, n: int, secs: float, used: Usage) -> dict[str, float
     return {
         f"bulk_{lab}_gibs": n * size / secs / GiB,
         f"bulk_{lab}_cpu_us": used.cpu / n * 1e6,
+        f"bulk_{lab}_loop_cpu_us": used.loop_cpu / n * 1e6,
+        f"bulk_{lab}_io_cpu_us": used.io_cpu / n * 1e6,
         f"bulk_{lab}_faults": used.faults / n,
     }
 

@@ -42,7 +42,7 @@ def test_one_way_warms_up_then_times_only_the_rest() -> None:
     sent, secs, used = asyncio.run(
         measure.one_way(driver, None, 128 * MiB, 8, 10.0, lambda: measure.Usage(0.0, 0)))
     assert driver.log == ["send"] * 2 + ["sync"] + ["send"] * 8 + ["sync"]
-    assert sent == 8 and secs > 0 and used == (0.0, 0)
+    assert sent == 8 and secs > 0 and used == measure.Usage(0.0, 0)
 
 
 def test_server_usage_counts_only_the_timed_messages() -> None:
