@@ -52,18 +52,10 @@ class Settings:
     connect_timeout: float
     tcp_timeout: int
     shard: int
-    tls_thread: bool = False
 
 
 def _bytes(value: str | int) -> int:
     return parse_bytes(value) if isinstance(value, str) else int(value)
-
-
-def _flag(value: Any) -> bool:
-    """A boolean setting; environment variables may give it as text."""
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    return bool(value)
 
 
 def load_settings() -> Settings:
@@ -104,7 +96,6 @@ def load_settings() -> Settings:
             )
         ),
         shard=_bytes(dask.config.get("distributed.comm.shard")),
-        tls_thread=_flag(get("tls-thread")),
     )
     if not 0 < settings.direct_read <= settings.read_buffer // 2:
         raise ValueError(

@@ -13,7 +13,6 @@ from asynciocomm.comm import AsyncioComm
 from asynciocomm.config import load_settings
 from asynciocomm.errors import translate
 from asynciocomm.eyeballs import connect_first, numeric, resolve
-from asynciocomm.offloop import start_tls
 from asynciocomm.protocol import FramedProtocol
 from asynciocomm.tlsargs import check_encryption, expect_tls_context, tls_timeouts
 
@@ -46,13 +45,7 @@ class AsyncioConnector(Connector):
             kwargs["server_hostname"] = connection_args.get("server_hostname") or host
             kwargs.update(tls_timeouts(loop, settings))
         try:
-            if self.encrypted and settings.tls_thread:
-                sock = await connect_first(numeric(host, port) or await resolve(host, port))
-                transport, protocol = await start_tls(
-                    sock, lambda: FramedProtocol(settings), kwargs["ssl"], settings,
-                    server_side=False, server_hostname=kwargs["server_hostname"],
-                )
-            elif numeric(host, port) is not None:
+            if numeric(host, port) is not None:
                 # One address, nothing to race: the loop connects by itself.
                 transport, protocol = await loop.create_connection(
                     lambda: FramedProtocol(settings), host, port, **kwargs

@@ -19,7 +19,6 @@ from asynciocomm.binding import bind_sockets
 from asynciocomm.comm import AsyncioComm
 from asynciocomm.config import Settings, load_settings
 from asynciocomm.log import get_logger
-from asynciocomm.offloop import start_tls
 from asynciocomm.protocol import FramedProtocol
 from asynciocomm.tlsargs import check_encryption, expect_tls_context, tls_timeouts
 
@@ -151,11 +150,6 @@ class AsyncioListener(BaseListener):
         try:
             # The protocol's connection_made, once the handshake is done, hands
             # the connection on (_on_connect). On failure the loop closes conn.
-            if self._settings.tls_thread:
-                assert self._ssl is not None
-                await start_tls(conn, self._make_protocol, self._ssl, self._settings,
-                                server_side=True)
-                return
             await loop.connect_accepted_socket(
                 self._make_protocol,
                 conn,

@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import dask
 import pytest
 from distributed.comm import connect, listen
 from distributed.comm.core import Comm
@@ -30,22 +29,18 @@ class Variant:
     tls: bool
     takeover: bool = False
     ours: bool = True
-    #: dask settings in force while the variant is active
-    config: tuple[tuple[str, Any], ...] = ()
 
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:
-        """Its settings, and the takeover when this variant needs it, for the
-        duration."""
-        with dask.config.set(dict(self.config)):
-            if not self.takeover:
-                yield
-                return
-            asynciocomm.install()
-            try:
-                yield
-            finally:
-                asynciocomm.uninstall()
+        """Install the takeover for the duration, when this variant needs it."""
+        if not self.takeover:
+            yield
+            return
+        asynciocomm.install()
+        try:
+            yield
+        finally:
+            asynciocomm.uninstall()
 
     def listen_args(self, certs: Certs | None) -> dict[str, Any]:
         if not self.tls:
@@ -60,13 +55,9 @@ class Variant:
         return certs.security().get_connection_args("client")
 
 
-TLS_THREAD = (("distributed.comm.asyncio.tls-thread", True),)
-
 VARIANTS = [
     Variant("asyncio", "asyncio", tls=False),
     Variant("asyncio+tls", "asyncio+tls", tls=True),
-    # TLS on the I/O thread (issue 19, asynciocomm.offloop)
-    Variant("asyncio+tls-thread", "asyncio+tls", tls=True, config=TLS_THREAD),
     Variant("takeover-tcp", "tcp", tls=False, takeover=True),
     Variant("takeover-tls", "tls", tls=True, takeover=True),
     Variant("stock-tcp", "tcp", tls=False, ours=False),

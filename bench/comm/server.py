@@ -4,11 +4,11 @@ Run as ``python -m bench.comm.server '<json spec>'``. It prints one JSON
 line (address, loop class, pid) once listening, then answers commands read
 from stdin: ``rusage`` prints the process CPU seconds and minor page faults
 (RUSAGE_SELF, all threads) and the CPU seconds of the event-loop (main) thread
-and of asynciocomm's TLS I/O thread, ``stop`` ends it.
+alone, ``stop`` ends it.
 
-The spec's ``config`` (dotted dask settings) is set for the whole process; with
-``cpu_thread`` a pure-Python CPU-bound thread runs beside the server, as a
-worker's task threads do, so that GIL hand-offs show up in the measurements.
+With the spec's ``cpu_thread`` a pure-Python CPU-bound thread runs beside the
+server, as a worker's task threads do, so that GIL hand-offs show up in the
+measurements.
 """
 
 from __future__ import annotations
@@ -35,32 +35,26 @@ def _thread_cpu(ident: int | None) -> float:
         return 0.0
 
 
-def _io_ident() -> int | None:
-    mod = sys.modules.get("asynciocomm.tlsthread")
-    return None if mod is None else mod.io_thread_ident()
-
-
 def _usage() -> dict[str, float]:
     ru = resource.getrusage(resource.RUSAGE_SELF)
     return {"cpu": ru.ru_utime + ru.ru_stime, "minflt": ru.ru_minflt,
-            "loop_cpu": _thread_cpu(threading.main_thread().ident),
-            "io_cpu": _thread_cpu(_io_ident())}
+            "loop_cpu": _thread_cpu(threading.main_thread().ident)}
 
 
-#: Seconds of one slice of the CPU-bound thread's work between checks of its
-#: stop flag (pure Python: it holds the GIL but for the interpreter's switches).
-CPU_SLICE_S = 0.05
+#: Seconds the CPU-bound thread runs at most: far longer than one
+#: configuration's server process lives (it is a daemon and ends with it).
+CPU_THREAD_MAX_S = 3600.0
 
 
-def _start_cpu_thread(stop: threading.Event) -> threading.Thread:
-    """A pure-Python CPU-bound thread, until ``stop`` is set."""
+def _start_cpu_thread() -> threading.Thread:
+    """A pure-Python CPU-bound thread: it holds the GIL but for the
+    interpreter's forced switches, as a worker's task threads do."""
     def burn() -> None:
         x = 0
-        while not stop.is_set():
-            end = time.perf_counter() + CPU_SLICE_S
-            while time.perf_counter() < end:
-                for i in range(1000):
-                    x = (x + i * i) % 1_000_003
+        end = time.monotonic() + CPU_THREAD_MAX_S
+        while time.monotonic() < end:
+            for i in range(1000):
+                x = (x + i * i) % 1_000_003
 
     t = threading.Thread(target=burn, daemon=True, name="bench-cpu")
     t.start()
@@ -214,12 +208,8 @@ def _serve_rawsock(spec: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the server process."""
     spec = json.loads((argv or sys.argv[1:])[0])
-    if spec.get("config"):
-        import dask
-
-        dask.config.set(spec["config"])
     if spec.get("cpu_thread"):
-        _start_cpu_thread(threading.Event())  # a daemon: it ends with the process
+        _start_cpu_thread()
     if spec["kind"] == "rawsock":
         _serve_rawsock(spec)
         return

@@ -55,13 +55,12 @@ class ServerProcess:
 
     def usage(self) -> Usage:
         """RUSAGE_SELF user+system seconds and minor page faults of the server
-        process, and the CPU of its event-loop and TLS I/O threads."""
+        process, and the CPU of its event-loop thread."""
         assert self.proc.stdin is not None
         self.proc.stdin.write("rusage\n")
         self.proc.stdin.flush()
         got = self._readline(30)
-        return Usage(float(got["cpu"]), int(got["minflt"]), float(got.get("loop_cpu", 0.0)),
-                     float(got.get("io_cpu", 0.0)))
+        return Usage(float(got["cpu"]), int(got["minflt"]), float(got.get("loop_cpu", 0.0)))
 
     def stop(self) -> None:
         """Ask the process to stop; kill it by PID if it does not."""

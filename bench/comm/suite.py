@@ -12,14 +12,11 @@ import time
 import traceback
 from typing import Any
 
-import dask
-
 from bench.comm import drivers, references
 from bench.common import measure
 from bench.common.loops import run_on_loop, running_loop_class
-from bench.common.options import (REFERENCE_SCHEME, CommBounds, base_scheme, is_tls,
-                                  over_budget, reference_loop, scheme_config, stock_peer,
-                                  stock_scheme)
+from bench.common.options import (REFERENCE_SCHEME, CommBounds, is_tls, over_budget,
+                                  reference_loop, stock_peer, stock_scheme)
 from bench.common.progress import Bar
 from bench.comm.serverproc import ServerProcess
 from bench.common.stats import summarize
@@ -37,10 +34,6 @@ class CommConfig:
     tls: bool
 
 
-#: How the per-thread CPU metrics name each thread of the server.
-THREAD_TITLES = {"loop": "event-loop thread", "io": "TLS I/O thread"}
-
-
 def metrics_for(bounds: CommBounds) -> dict[str, dict[str, Any]]:
     """Metadata of every comm metric: title, unit, direction."""
     m: dict[str, dict[str, Any]] = {
@@ -53,9 +46,6 @@ def metrics_for(bounds: CommBounds) -> dict[str, dict[str, Any]]:
                         "higher_is_better": False},
         "ping_loop_cpu_us": {"title": "server event-loop thread CPU per round trip",
                              "unit": "µs", "higher_is_better": False, "plot": False},
-        "ping_io_cpu_us": {"title": "server TLS I/O thread CPU per round trip",
-                           "unit": "µs", "higher_is_better": False, "ratio": False,
-                           "plot": False},
         "stream_msgs": {"title": "stream 1 KiB one-way", "unit": "msg/s"},
         "stream_cpu_us": {"title": "server CPU per 1 KiB message", "unit": "µs",
                           "higher_is_better": False},
@@ -66,11 +56,9 @@ def metrics_for(bounds: CommBounds) -> dict[str, dict[str, Any]]:
         m[f"bulk_{lab}_cpu_us"] = {"title": f"server CPU per {lab} message",
                                    "unit": "µs", "higher_is_better": False,
                                    "plot": size <= 64 * 1024}
-        for thread in ("loop", "io"):
-            m[f"bulk_{lab}_{thread}_cpu_us"] = {
-                "title": f"server {THREAD_TITLES[thread]} CPU per {lab} message",
-                "unit": "µs", "higher_is_better": False, "ratio": thread == "loop",
-                "plot": False}
+        m[f"bulk_{lab}_loop_cpu_us"] = {
+            "title": f"server event-loop thread CPU per {lab} message", "unit": "µs",
+            "higher_is_better": False, "plot": False}
         m[f"bulk_{lab}_faults"] = {"title": f"server page faults per {lab} message",
                                    "unit": "faults", "higher_is_better": False,
                                    "ratio": False, "plot": False}
@@ -112,12 +100,10 @@ def _run_one(cfg: CommConfig, bounds: CommBounds, tls: TLSFiles | None,
     """Measure one configuration once; returns (metrics, loop classes)."""
     if cfg.kind == "proto":
         return references.proto_run(bounds), {"client": "asyncio (no I/O)"}
-    config = scheme_config(cfg.scheme) if cfg.scheme else {}
     spec = {"kind": "rawaio" if cfg.kind == "rawtask" else cfg.kind,
-            "task": cfg.kind == "rawtask",
-            "scheme": base_scheme(cfg.scheme) if cfg.scheme else None, "loop": cfg.loop,
+            "task": cfg.kind == "rawtask", "scheme": cfg.scheme, "loop": cfg.loop,
             "tls": dataclasses.asdict(tls) if (cfg.tls and tls) else None,
-            "config": config, "cpu_thread": cpu_thread}
+            "cpu_thread": cpu_thread}
     with ServerProcess(spec) as server:
         classes: dict[str, Any] = {"server": server.loop_class}
         client_args: dict[str, Any] = {}
@@ -139,8 +125,7 @@ def _run_one(cfg: CommConfig, bounds: CommBounds, tls: TLSFiles | None,
             return await measure.run_all(driver, bounds, server.usage, bar.advance)
 
         assert cfg.loop is not None
-        with dask.config.set(config):  # the label's settings on the client side too
-            return run_on_loop(client, cfg.loop), classes
+        return run_on_loop(client, cfg.loop), classes
 
 
 def run_comm(schemes: list[str], loops: list[str], bounds: CommBounds, *,

@@ -34,14 +34,13 @@ class Usage(NamedTuple):
 
     cpu: float
     faults: int
-    #: CPU seconds of the server's event-loop thread and of asynciocomm's TLS
-    #: I/O thread (0 where there is none): what each thread of the process costs
+    #: CPU seconds of the server's event-loop thread alone (0 where unknown):
+    #: the process's CPU also counts its other threads (``--cpu-thread``'s)
     loop_cpu: float = 0.0
-    io_cpu: float = 0.0
 
     def since(self, start: Usage) -> Usage:
         return Usage(self.cpu - start.cpu, self.faults - start.faults,
-                     self.loop_cpu - start.loop_cpu, self.io_cpu - start.io_cpu)
+                     self.loop_cpu - start.loop_cpu)
 
 
 def warmup_messages(size: int, count: int) -> int:
@@ -80,7 +79,6 @@ async def ping(driver: Any, conn: Any, n: int, secs: float,
         "ping_p99_us": percentile(lat, 99) * 1e6,
         "ping_cpu_us": used.cpu / len(lat) * 1e6,
         "ping_loop_cpu_us": used.loop_cpu / len(lat) * 1e6,
-        "ping_io_cpu_us": used.io_cpu / len(lat) * 1e6,
     }
 
 
@@ -147,7 +145,6 @@ def bulk_metrics(size: int, n: int, secs: float, used: Usage) -> dict[str, float
         f"bulk_{lab}_gibs": n * size / secs / GiB,
         f"bulk_{lab}_cpu_us": used.cpu / n * 1e6,
         f"bulk_{lab}_loop_cpu_us": used.loop_cpu / n * 1e6,
-        f"bulk_{lab}_io_cpu_us": used.io_cpu / n * 1e6,
         f"bulk_{lab}_faults": used.faults / n,
     }
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
 
 LOOPS = ("asyncio", "uvloop")
 #: The stock comm every run includes, on each of its loops; on this loop (when the
@@ -12,36 +11,6 @@ LOOPS = ("asyncio", "uvloop")
 #: against the stock comm on its own loop (``stock_peer``).
 REFERENCE_SCHEME = "tcp"
 REFERENCE_LOOP = "asyncio"
-
-
-#: Bench labels that stand for a scheme run with settings of its own, in every
-#: process of the run (server and client; scheduler, workers and client): the
-#: off-loop TLS layer of issue 19 against ``asyncio+tls`` in the same run.
-SCHEME_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
-    "asyncio+tls-thread": ("asyncio+tls", {"distributed.comm.asyncio.tls-thread": True}),
-}
-
-
-def base_scheme(label: str) -> str:
-    """The scheme a label listens and connects with (itself, for plain schemes)."""
-    return SCHEME_VARIANTS.get(label, (label, {}))[0]
-
-
-def scheme_config(label: str) -> dict[str, Any]:
-    """The dask settings (dotted keys) a label runs with: none for plain schemes."""
-    return dict(SCHEME_VARIANTS.get(label, (label, {}))[1])
-
-
-def nested_config(dotted: dict[str, Any]) -> dict[str, Any]:
-    """Dotted keys as the nested mapping of a dask config file."""
-    out: dict[str, Any] = {}
-    for key, value in dotted.items():
-        *path, last = key.split(".")
-        node = out
-        for part in path:
-            node = node.setdefault(part, {})
-        node[last] = value
-    return out
 
 
 class BenchError(Exception):
@@ -59,7 +28,7 @@ def check_schemes(schemes: Sequence[str]) -> list[str]:
         if not scheme:
             continue
         try:
-            get_backend(base_scheme(scheme))
+            get_backend(scheme)
         except Exception as exc:  # ValueError for unknown, ImportError for broken
             known = sorted(backends)
             msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -106,7 +75,6 @@ def over_budget(started: float, rep: int, budget_s: float) -> bool:
 
 def is_tls(scheme: str) -> bool:
     """True for schemes that need TLS arguments (``tls``, ``wss``, ``*+tls``)."""
-    scheme = base_scheme(scheme)
     return scheme in ("tls", "wss") or scheme.endswith("+tls")
 
 

@@ -18,8 +18,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from bench.common.options import (base_scheme, is_tls, nested_config, scheme_config,
-                                  stock_scheme)
+from bench.common.options import stock_scheme
 from bench.common.progress import Bar
 from bench.common.stats import summarize
 from bench.scale import categories, metrics, netns
@@ -84,7 +83,7 @@ def run_scale(schemes: list[str], loops: list[str], bounds: ScaleBounds, outdir:
         if fallback:
             log(f"scale: no network namespaces ({fallback}); every host is on loopback")
         tls = make_host_tls(Path(tmp) / "tls", {h: [x.address] for h, x in hosts.items()}) \
-            if any(is_tls(s) for s in schemes) else None
+            if any(s.endswith("tls") for s in schemes) else None
         for rep in range(bounds.reps):
             if rep and (time.monotonic() - started) * (rep + 1) / rep > bounds.budget_s:
                 truncated = True
@@ -101,11 +100,10 @@ def run_scale(schemes: list[str], loops: list[str], bounds: ScaleBounds, outdir:
                     bar.describe(f"rep {rep + 1}/{bounds.reps}, {w} workers, {label}")
                     t0 = time.monotonic()
                     try:
-                        out = run_cluster(base_scheme(scheme), loop, w, hosts, tls,
+                        out = run_cluster(scheme, loop, w, hosts, tls,
                                           Path(tmp) / f"{label}-w{w}-{rep}", bounds.sizes,
                                           bounds.run, profile=prof,
-                                          workloads=bounds.workloads_at(w),
-                                          config=nested_config(scheme_config(scheme)))
+                                          workloads=bounds.workloads_at(w))
                     except Exception as exc:
                         bar.advance()
                         errors.append({"rep": rep, "config": label, "workers": w,
@@ -165,21 +163,7 @@ def _profile_entry(label: str, scheme: str, loop: str, workers: int,
                              "workers": workers, "workload": prof["workload"],
                              "speedscope": path.name, "values": prof["values"]}
     try:
-        doc = speedscope.load(path)
-        entry.update(categories.analyze(doc))
-        entry["threads"] = thread_samples(doc)
+        entry.update(categories.analyze(speedscope.load(path)))
     except (OSError, ValueError) as exc:
         entry["error"] = f"{type(exc).__name__}: {exc}"
     return entry
-
-
-def thread_samples(doc: dict[str, Any]) -> dict[str, float]:
-    """Samples of each thread of a py-spy profile (every thread is recorded),
-    by thread name, as weights: where the scheduler process's time went by
-    thread (its event loop, asynciocomm's TLS I/O thread, offload threads)."""
-    out: dict[str, float] = {}
-    for prof in doc.get("profiles", []):
-        name = prof.get("name", "?")
-        weights = prof.get("weights") or [1.0] * len(prof.get("samples", []))
-        out[name] = out.get(name, 0.0) + float(sum(weights))
-    return out

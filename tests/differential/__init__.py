@@ -14,7 +14,7 @@ from tests.variants import VARIANTS, Variant
 BY_NAME = {v.name: v for v in VARIANTS}
 #: The reference first, then the variants compared with it.
 PAIRS = {"plain": ("stock-tcp", "asyncio", "takeover-tcp"),
-         "tls": ("stock-tls", "asyncio+tls", "takeover-tls", "asyncio+tls-thread")}
+         "tls": ("stock-tls", "asyncio+tls", "takeover-tls")}
 #: Bound of every single wait in a run (a hang is an outcome, never a block).
 WAIT = 5.0
 

@@ -24,15 +24,3 @@ def test_check_loops() -> None:
 def test_is_tls() -> None:
     assert is_tls("tls") and is_tls("asyncio+tls") and is_tls("wss")
     assert not is_tls("tcp") and not is_tls("asyncio")
-
-
-def test_a_label_with_settings_of_its_own() -> None:
-    from bench.common.options import base_scheme, nested_config, scheme_config, stock_scheme
-
-    assert check_schemes(["asyncio+tls-thread"]) == ["asyncio+tls-thread"]
-    assert base_scheme("asyncio+tls-thread") == "asyncio+tls" and base_scheme("tcp") == "tcp"
-    assert is_tls("asyncio+tls-thread") and stock_scheme("asyncio+tls-thread") == "tls"
-    assert scheme_config("tcp") == {}
-    dotted = scheme_config("asyncio+tls-thread")
-    assert dotted == {"distributed.comm.asyncio.tls-thread": True}
-    assert nested_config(dotted) == {"distributed": {"comm": {"asyncio": {"tls-thread": True}}}}

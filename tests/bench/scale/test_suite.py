@@ -68,16 +68,3 @@ def test_loopback_fallback_says_so(tmp_path: Path) -> None:
 @pytest.mark.parametrize("argv", [["--workers", "0"], ["--hosts", "0"]])
 def test_bad_counts_are_refused(argv: list[str], tmp_path: Path) -> None:
     assert cli.main(["scale", *argv, "--out", str(tmp_path)]) == 2
-
-
-def test_thread_samples_count_every_thread() -> None:
-    """The profile entry's per-thread share: py-spy records every thread, one
-    speedscope profile each, weighted or not."""
-    from bench.scale.suite import thread_samples
-
-    doc = {"profiles": [
-        {"name": 'Process 1 Thread 1 "MainThread"', "samples": [[0], [1]], "weights": [2, 3]},
-        {"name": 'Process 1 Thread 2 "asynciocomm-tls-io"', "samples": [[0], [0], [1]]},
-    ]}
-    assert thread_samples(doc) == {'Process 1 Thread 1 "MainThread"': 5.0,
-                                   'Process 1 Thread 2 "asynciocomm-tls-io"': 3.0}
