@@ -73,7 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="no progress and no report on stdout (report.md is written)")
         sp.add_argument("--no-plots", action="store_true", help="skip PNG plots")
         if name == "report":
-            sp.add_argument("results", type=Path, help="results.json or its directory")
+            sp.add_argument("results", type=Path, nargs="+",
+                            help="results.json or its directory; several are merged into "
+                                 "one report (a section of several runs: their samples, "
+                                 "each run's repetitions apart)")
             sp.add_argument("--name", default="report.md", help="markdown file name")
             continue
         sp.add_argument("--size", choices=("full", "quick", "smoke"),
@@ -144,8 +147,9 @@ def run(args: argparse.Namespace) -> Path:
         result: Path = own.run(args)
         return result
     if args.cmd == "report":
-        doc = results.load(args.results)
-        out = args.out or (args.results if args.results.is_dir() else args.results.parent)
+        doc = results.merge([results.load(p) for p in args.results])
+        first = args.results[0]
+        out = args.out or (first if first.is_dir() else first.parent)
         out.mkdir(parents=True, exist_ok=True)
         pl = {} if args.no_plots else plots.render_all(doc, out)
         (out / args.name).write_text(markdown.render(doc, pl))

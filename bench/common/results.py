@@ -112,3 +112,71 @@ def load(path: str | Path) -> dict[str, Any]:
 
         raise BenchError(f"{p}: not a valid {SCHEMA} document: {'; '.join(errs[:3])}")
     return doc
+
+
+#: Sections whose runs are merged sample by sample; any other section (profile,
+#: multihome) is taken whole from the first document that has it.
+SAMPLED = ("comm", "cluster", "scale")
+
+
+def _merge_section(secs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One section from the same section of several runs.
+
+    Each run's repetitions keep their own numbers, shifted past the runs before,
+    so that a ratio is only ever paired within one repetition of one run.
+    """
+    from bench.common.stats import summarize
+
+    out = dict(secs[0])
+    configs = {c["label"]: c for c in secs[0]["configs"]}
+    samples = list(secs[0]["samples"])
+    metrics = dict(secs[0]["metrics"])
+    same_loop = dict(secs[0].get("same_loop_refs") or {})
+    lists = {k: list(secs[0].get(k) or []) for k in ("profiles", "errors", "runs")}
+    for sec in secs[1:]:
+        shift = 1 + max((s["rep"] for s in samples), default=-1)
+        for c in sec["configs"]:
+            configs.setdefault(c["label"], c)
+        samples += [{**s, "rep": s["rep"] + shift} for s in sec["samples"]]
+        metrics.update(sec["metrics"])
+        same_loop.update(sec.get("same_loop_refs") or {})
+        for key, items in lists.items():
+            items += [{**e, "rep": e["rep"] + shift} if "rep" in e else e
+                      for e in sec.get(key) or []]
+        for key in ("workers", "graph_workers", "workloads"):
+            if key in out:
+                out[key] = list(dict.fromkeys([*out[key], *sec.get(key, [])]))
+        out["loop_classes"] = {**(out.get("loop_classes") or {}),
+                               **(sec.get("loop_classes") or {})}
+    for key in ("workers", "graph_workers"):
+        if key in out:
+            out[key] = sorted(out[key])
+    out.update(configs=list(configs.values()), samples=samples, metrics=metrics,
+               same_loop_refs=same_loop,
+               summary=summarize(samples, metrics, out["reference"], same_loop),
+               reps_done=sum(s.get("reps_done", 0) for s in secs),
+               truncated=any(s.get("truncated") for s in secs),
+               seconds=sum(s.get("seconds", 0.0) for s in secs),
+               **{k: v for k, v in lists.items() if k in out})
+    return out
+
+
+def merge(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One document from several runs' documents (``report A B ...``).
+
+    A section that several runs have is merged (:func:`_merge_section`); the
+    document's command, start time and environment are the first run's, and
+    ``merged_from`` names every run.
+    """
+    if len(docs) == 1:
+        return docs[0]
+    out = dict(docs[0])
+    for name in {k for d in docs for k in d} - set(out):
+        out[name] = next(d[name] for d in docs if name in d)
+    for name in SAMPLED:
+        secs = [d[name] for d in docs if d.get(name)]
+        if len(secs) > 1:
+            out[name] = _merge_section(secs)
+    out["merged_from"] = [{"command": d["command"], "created": d["created"],
+                           "load": d["environment"].get("load")} for d in docs]
+    return out

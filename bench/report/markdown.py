@@ -59,6 +59,10 @@ def _environment(doc: dict[str, Any]) -> str:
             f"{fmt(100 * busy) if busy is not None else '–'} % of all CPUs "
             f"(including the benchmark itself), load average at the end "
             f"{', '.join(f'{x:.2f}' for x in load.get('loadavg_end', []))}")
+    for run in doc.get("merged_from") or []:
+        busy = (run.get("load") or {}).get("busy_share_run")
+        lines.append(f"- merged run: {run['created']}, `{run['command']}`"
+                     + (f", busy share {fmt(100 * busy)} %" if busy is not None else ""))
     return "\n".join(lines)
 
 

@@ -53,3 +53,53 @@ def test_load_invalid_is_bench_error(tmp_path: Path) -> None:
     (tmp_path / "results.json").write_text(json.dumps({"schema": "other"}))
     with pytest.raises(BenchError, match="not a valid"):
         load(tmp_path / "results.json")
+
+
+def _two_runs(tiny_doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    first = json.loads(json.dumps(tiny_doc))
+    second = json.loads(json.dumps(tiny_doc))
+    second["command"] = "asynciocomm-bench comm --reps 1"
+    second.pop("cluster")
+    for s in second["comm"]["samples"]:
+        s["value"] *= 2.0
+    return first, second
+
+
+def test_merge_keeps_each_runs_repetitions_apart(tiny_doc: dict[str, Any]) -> None:
+    from bench.common.results import merge
+
+    first, second = _two_runs(tiny_doc)
+    merged = merge([first, second])
+    assert validate(merged) == []
+    comm = merged["comm"]
+    n = len(first["comm"]["samples"])
+    assert len(comm["samples"]) == n + len(second["comm"]["samples"])
+    reps_first = {s["rep"] for s in comm["samples"][:n]}
+    reps_second = {s["rep"] for s in comm["samples"][n:]}
+    assert reps_first.isdisjoint(reps_second)
+    assert merged["cluster"] == first["cluster"]  # one run only: taken whole
+    assert [m["command"] for m in merged["merged_from"]] == [first["command"],
+                                                            second["command"]]
+    # every value doubled in the second run: its medians move, the paired
+    # ratios of a config against its stock peer do not
+    checked = 0
+    for lab, metrics in first["comm"]["summary"].items():
+        for metric, cell in metrics.items():
+            if cell.get("ratio_same_loop") is not None:
+                checked += 1
+                assert comm["summary"][lab][metric]["same_loop_pairs"] == 2 * cell[
+                    "same_loop_pairs"]
+                assert comm["summary"][lab][metric]["ratio_same_loop"] == pytest.approx(
+                    cell["ratio_same_loop"])
+    assert checked
+
+
+def test_report_of_several_runs(tiny_doc: dict[str, Any], tmp_path: Path) -> None:
+    from bench import cli
+
+    first, second = _two_runs(tiny_doc)
+    a, b = save(first, tmp_path / "a"), save(second, tmp_path / "b")
+    cli.main(["report", str(a), str(b), "--out", str(tmp_path / "out"), "--no-plots"])
+    text = (tmp_path / "out" / "report.md").read_text()
+    assert text.count("- merged run:") == 2
+    assert "comm --reps 1" in text
