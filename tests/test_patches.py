@@ -20,8 +20,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import socket
 import subprocess
 import sys
 import tarfile
@@ -29,6 +27,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
+from bench.common import sdist as sdists
 
 ROOT = Path(__file__).resolve().parent.parent
 PATCHES_DIR = ROOT / "patches"
@@ -46,49 +46,16 @@ VERSION = _pinned_version()
 SDIST_NAME = f"distributed-{VERSION}.tar.gz"
 
 
-def _cache_dir() -> Path:
-    if os.environ.get("ASYNCIOCOMM_CACHE_DIR"):
-        return Path(os.environ["ASYNCIOCOMM_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    return Path(base) / "asynciocomm"
-
-
-def _pypi_reachable() -> bool:
-    for host in ("pypi.org", "files.pythonhosted.org"):
-        try:
-            with socket.create_connection((host, 443), timeout=5):
-                pass
-        except OSError:
-            return False
-    return True
-
-
 def _get_sdist() -> Path:
-    env = os.environ.get("ASYNCIOCOMM_DISTRIBUTED_SDIST")
-    if env:
-        path = Path(env)
-        assert path.is_file(), f"ASYNCIOCOMM_DISTRIBUTED_SDIST={env} does not exist"
-        return path
-    cache = _cache_dir()
-    path = cache / SDIST_NAME
-    if path.is_file():
-        return path
-    if not _pypi_reachable():
-        pytest.skip(
-            f"PyPI cannot be reached and {path} is not cached: cannot check the "
-            f"patches against the distributed {VERSION} sdist"
-        )
-    cache.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(
-        [
-            sys.executable, "-m", "pip", "download", "--no-deps",
-            "--no-binary", ":all:", f"distributed=={VERSION}", "-d", str(cache),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0 and path.is_file(), proc.stdout + proc.stderr
+    env = sdists.env_sdist()
+    if env is not None:
+        assert env.is_file(), f"ASYNCIOCOMM_DISTRIBUTED_SDIST={env} does not exist"
+        return env
+    path, how = sdists.fetch(VERSION)
+    if path is None and how.startswith("PyPI cannot be reached"):
+        pytest.skip(f"{how}: cannot check the patches against the distributed "
+                    f"{VERSION} sdist")
+    assert path is not None, how
     return path
 
 

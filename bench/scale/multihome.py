@@ -13,8 +13,8 @@ distributed's worker passes its scheduler-facing IP (``default_host``) to its
 listener only for ``tcp`` and ``tls``; ``patches/0002`` passes it to every
 IP-based backend. The cases: stock ``tcp``, ``tcp`` with the asynciocomm
 takeover in the worker, ``asyncio``, ``asyncio+tls`` and, when the
-distributed sdist is cached (``$ASYNCIOCOMM_DISTRIBUTED_SDIST`` or
-``~/.cache/asynciocomm``, as ``tests/test_patches.py`` uses it), ``asyncio``
+distributed sdist can be had (``bench.common.sdist``: ``$ASYNCIOCOMM_DISTRIBUTED_SDIST``,
+the cache, else PyPI, as ``tests/test_patches.py`` gets it), ``asyncio``
 and ``asyncio+tls`` with ``patches/0002`` applied to the worker's distributed.
 
     python -m bench.scale.multihome client SCHEDULER_FILE TLS(0|1) OUT.json REACH(0|1)
@@ -49,26 +49,25 @@ CASES = (("tcp (stock)", "tcp", False, False),
 CONNECT_TIMEOUT = "4s"
 
 
-def patched_distributed(workdir: Path) -> Path | None:
-    """A copy of the pinned distributed with ``patches/0002`` applied, or None
-    when its sdist is not cached (nothing is downloaded)."""
-    import os
-
+def patched_distributed(workdir: Path) -> tuple[Path | None, str]:
+    """A copy of the pinned distributed with ``patches/0002`` applied, or None and
+    why not (no sdist: not set, not cached and PyPI out of reach)."""
     import distributed
 
-    sdist = os.environ.get("ASYNCIOCOMM_DISTRIBUTED_SDIST") or str(
-        Path(os.environ.get("ASYNCIOCOMM_CACHE_DIR")
-             or Path.home() / ".cache" / "asynciocomm")
-        / f"distributed-{distributed.__version__}.tar.gz")
+    from bench.common import sdist as sdists
+
     patch = next(iter(sorted((ROOT / "patches").glob("0002-*.patch"))), None)
-    if not Path(sdist).is_file() or patch is None:
-        return None
+    if patch is None:
+        return None, "patches/0002 is missing"
+    sdist, how = sdists.fetch(distributed.__version__)
+    if sdist is None:
+        return None, how
     with tarfile.open(sdist) as tf:
         tf.extractall(workdir, filter="data")
     tree = next(workdir.glob("distributed-*"))
     subprocess.run(["git", "apply", "-p1", str(patch)], cwd=tree, check=True,
                    capture_output=True, timeout=60)
-    return tree
+    return tree, f"patches/0002 applied to the {how} sdist"
 
 
 async def _probe(sched_file: str, tls: bool, reach: bool = True) -> dict[str, Any]:
@@ -150,12 +149,12 @@ def check(loopback: bool = False, cases: tuple[str, ...] | None = None,
         tls = make_host_tls(Path(tmp) / "tls", {h: [x.address, *([x.second] if x.second else [])]
                                                 for h, x in hosts.items()})
         wanted = [c for c in CASES if cases is None or c[0] in cases]
-        patched = patched_distributed(Path(tmp) / "patched") \
-            if any(c[3] for c in wanted) else None
+        patched, patch_note = patched_distributed(Path(tmp) / "patched") \
+            if any(c[3] for c in wanted) else (None, "")
         for label, scheme, takeover, with_patch in wanted:
             entry: dict[str, Any] = {"case": label, "scheme": scheme}
             if with_patch and patched is None:
-                entry["skipped"] = "the distributed sdist is not cached"
+                entry["skipped"] = patch_note
             else:
                 try:
                     entry.update(run_case(scheme, takeover, patched if with_patch else None,
@@ -164,7 +163,8 @@ def check(loopback: bool = False, cases: tuple[str, ...] | None = None,
                 except Exception as exc:
                     entry["error"] = f"{type(exc).__name__}: {exc}"[:500]
             results.append(entry)
-        return {"cases": results, "worker_host": {"eth0": hosts["h0"].address,
+        return {"cases": results, "patch": patch_note,
+                "worker_host": {"eth0": hosts["h0"].address,
                                                 "eth1": hosts["h0"].second},
                 "scheduler": hosts["s"].address}
 
