@@ -154,11 +154,19 @@ def _merge_section(secs: list[dict[str, Any]]) -> dict[str, Any]:
     out.update(configs=list(configs.values()), samples=samples, metrics=metrics,
                same_loop_refs=same_loop,
                summary=summarize(samples, metrics, out["reference"], same_loop),
-               reps_done=sum(s.get("reps_done", 0) for s in secs),
+               reps_done=_reps_per_config(samples),
                truncated=any(s.get("truncated") for s in secs),
                seconds=sum(s.get("seconds", 0.0) for s in secs),
                **{k: v for k, v in lists.items() if k in out})
     return out
+
+
+def _reps_per_config(samples: list[dict[str, Any]]) -> int:
+    """The most repetitions any one configuration has among ``samples``."""
+    reps: dict[str, set[int]] = {}
+    for s in samples:
+        reps.setdefault(s["config"], set()).add(s["rep"])
+    return max((len(r) for r in reps.values()), default=0)
 
 
 def merge(docs: list[dict[str, Any]]) -> dict[str, Any]:

@@ -95,7 +95,7 @@ def cost_table(sec: dict[str, Any], workload: str, stat: str) -> str:
                 cell += f"; {sr.speedup(c)}"
             cells.append(cell)
         rows.append(f"| {w} | " + " | ".join(cells) + " |")
-    return "\n".join(rows)
+    return "\n".join(rows) if len(rows) > 4 else ""  # no worker count ran it: no table
 
 
 def count_table(sec: dict[str, Any], workload: str) -> str:
@@ -145,11 +145,12 @@ def render(sec: dict[str, Any], plots: list[str] | None = None) -> str:
            f"interleaved; {sec['seconds'] / 60:.0f} min",
            f"- workloads: {', '.join(sec['workloads'])}; sizes {sec['sizes']}",
            "", "### Targets (many short tasks: `map`)", "", targets(sec), ""]
-    for wl in sec["workloads"]:
-        out += [cost_table(sec, wl, "sched_cpu_us"), ""]
+    tables = [cost_table(sec, wl, "sched_cpu_us") for wl in sec["workloads"]]
+    out += [x for t in tables if t for x in (t, "")]
     out += ["### The short tasks in detail", ""]
-    for stat in ("loop_cpu_us", "sched_sys_us", "wall_s", "workers_cpu_us"):
-        out += [cost_table(sec, "map", stat), ""]
+    tables = [cost_table(sec, "map", stat)
+              for stat in ("loop_cpu_us", "sched_sys_us", "wall_s", "workers_cpu_us")]
+    out += [x for t in tables if t for x in (t, "")]
     out += [count_table(sec, "map"), ""]
     out += ["### The scheduler's MainThread at the largest worker count (py-spy, %)", "",
             profile_table(sec), "",

@@ -77,6 +77,8 @@ def test_merge_keeps_each_runs_repetitions_apart(tiny_doc: dict[str, Any]) -> No
     reps_first = {s["rep"] for s in comm["samples"][:n]}
     reps_second = {s["rep"] for s in comm["samples"][n:]}
     assert reps_first.isdisjoint(reps_second)
+    # each config ran 3 times in each of the two runs of the same command
+    assert comm["reps_done"] == 2 * len({s["rep"] for s in first["comm"]["samples"]})
     assert merged["cluster"] == first["cluster"]  # one run only: taken whole
     assert [m["command"] for m in merged["merged_from"]] == [first["command"],
                                                             second["command"]]
