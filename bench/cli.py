@@ -75,8 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "report":
             sp.add_argument("results", type=Path, nargs="+",
                             help="results.json or its directory; several are merged into "
-                                 "one report (a section of several runs: their samples, "
-                                 "each run's repetitions apart)")
+                                 "one report and one results.json in --out (a section "
+                                 "of several runs: their samples, each run's "
+                                 "repetitions apart)")
             sp.add_argument("--name", default="report.md", help="markdown file name")
             continue
         sp.add_argument("--size", choices=("full", "quick", "smoke"),
@@ -151,6 +152,11 @@ def run(args: argparse.Namespace) -> Path:
         first = args.results[0]
         out = args.out or (first if first.is_dir() else first.parent)
         out.mkdir(parents=True, exist_ok=True)
+        if len(args.results) > 1:  # the merged document, beside its report
+            if any(out.resolve() == (p if p.is_dir() else p.parent).resolve()
+                   for p in args.results):
+                raise BenchError("report: --out must not hold one of the merged results")
+            results.save(doc, out)
         pl = {} if args.no_plots else plots.render_all(doc, out)
         (out / args.name).write_text(markdown.render(doc, pl))
         print(f"wrote {out / args.name}")

@@ -105,3 +105,8 @@ def test_report_of_several_runs(tiny_doc: dict[str, Any], tmp_path: Path) -> Non
     text = (tmp_path / "out" / "report.md").read_text()
     assert text.count("- merged run:") == 2
     assert "comm --reps 1" in text
+    saved = load(tmp_path / "out")
+    assert len(saved["comm"]["samples"]) == 2 * len(first["comm"]["samples"])
+    with pytest.raises(BenchError, match="must not hold"):
+        cli.run(cli.build_parser().parse_args(
+            ["report", str(a), str(b), "--out", str(tmp_path / "a"), "--no-plots"]))
