@@ -18,8 +18,12 @@ from .conftest import ours
 ROOT = Path(__file__).resolve().parents[3]
 #: A child that makes a network (and a process in one of its hosts), prints the
 #: namespace prefix and the PID of that process, and waits to be stopped.
+# The child takes SIGINT as a terminal's Ctrl-C gives it: a job that a
+# non-interactive shell starts in the background (`cmd &`, as a CI script may)
+# inherits SIGINT ignored, and Python then installs no KeyboardInterrupt.
 CHILD = """
-import subprocess, sys, time
+import signal, subprocess, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from bench.scale import netns
 with netns.network(["s", "h0"]) as (hosts, why):
     assert why is None, why
