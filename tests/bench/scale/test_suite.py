@@ -45,7 +45,10 @@ def test_smoke_in_namespaces(namespaces: None, tmp_path: Path) -> None:
     for lab in labels:
         s = sec["summary"][lab]
         assert s[f"map_w{WORKERS}_sched_cpu_us"]["median"] > 0
-        assert s[f"map_w{WORKERS}_reads"]["median"] >= 1  # a task-finished per task
+        # a task-finished message per task; a worker's batched stream may carry
+        # several in one write, so the scheduler's comm reads can be fewer
+        reads, msgs = (s[f"map_w{WORKERS}_{k}"]["median"] for k in ("reads", "read_msgs"))
+        assert msgs >= 1 and 0 < reads <= msgs
         assert s[f"map_w{WORKERS}_wire_rx_bytes"]["median"] > 0  # counted on eth0
     assert _our_namespaces() == []
     assert _children() <= before
