@@ -47,12 +47,8 @@ SDIST_NAME = f"distributed-{VERSION}.tar.gz"
 
 
 def _get_sdist() -> Path:
-    env = sdists.env_sdist()
-    if env is not None:
-        assert env.is_file(), f"ASYNCIOCOMM_DISTRIBUTED_SDIST={env} does not exist"
-        return env
     path, how = sdists.fetch(VERSION)
-    if path is None and how.startswith("PyPI cannot be reached"):
+    if path is None and how.startswith(sdists.UNREACHABLE):
         pytest.skip(f"{how}: cannot check the patches against the distributed "
                     f"{VERSION} sdist")
     assert path is not None, how

@@ -38,23 +38,21 @@ def pypi_reachable() -> bool:
     return True
 
 
-def env_sdist() -> Path | None:
-    """``$ASYNCIOCOMM_DISTRIBUTED_SDIST``, when it is set."""
-    env = os.environ.get("ASYNCIOCOMM_DISTRIBUTED_SDIST")
-    return Path(env) if env else None
+#: How :func:`fetch`'s reason begins when only a reachable PyPI could have helped.
+UNREACHABLE = "PyPI cannot be reached"
 
 
 def fetch(version: str) -> tuple[Path | None, str]:
     """The sdist of distributed ``version`` and how it was found, or None and why not."""
-    env = env_sdist()
-    if env is not None:
+    if os.environ.get("ASYNCIOCOMM_DISTRIBUTED_SDIST"):
+        env = Path(os.environ["ASYNCIOCOMM_DISTRIBUTED_SDIST"])
         return (env, "from $ASYNCIOCOMM_DISTRIBUTED_SDIST") if env.is_file() else (
             None, f"ASYNCIOCOMM_DISTRIBUTED_SDIST={env} does not exist")
     path = cache_dir() / f"distributed-{version}.tar.gz"
     if path.is_file():
         return path, "cached"
     if not pypi_reachable():
-        return None, f"PyPI cannot be reached and {path} is not cached"
+        return None, f"{UNREACHABLE} and {path} is not cached"
     path.parent.mkdir(parents=True, exist_ok=True)
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",

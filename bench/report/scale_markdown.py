@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from bench.common.options import stock_scheme
@@ -78,11 +79,12 @@ def cost_table(sec: dict[str, Any], workload: str, stat: str) -> str:
     """Rows: workers; columns: scheme@loop; cells: median (range) and the ratio."""
     title, unit, _, _ = STATS[stat]
     labels = [c["label"] for c in sec["configs"]]
-    rows = [f"**{workload}: {title}** ({unit}; in brackets the range over the "
+    head = [f"**{workload}: {title}** ({unit}; in brackets the range over the "
             f"repetitions; then the speed-up against stock on the same loop, paired, "
             f"> 1 is better)", "",
             "| workers | " + " | ".join(labels) + " |",
             "|---|" + "---|" * len(labels)]
+    body: list[str] = []
     for w in sec["workers"]:
         if not any(sr.values(sec, lab, metric_name(workload, w, stat)) for lab in labels):
             continue
@@ -94,8 +96,8 @@ def cost_table(sec: dict[str, Any], workload: str, stat: str) -> str:
             if c is not None:
                 cell += f"; {sr.speedup(c)}"
             cells.append(cell)
-        rows.append(f"| {w} | " + " | ".join(cells) + " |")
-    return "\n".join(rows) if len(rows) > 4 else ""  # no worker count ran it: no table
+        body.append(f"| {w} | " + " | ".join(cells) + " |")
+    return "\n".join(head + body) if body else ""  # no worker count ran it: no table
 
 
 def count_table(sec: dict[str, Any], workload: str) -> str:
@@ -132,6 +134,11 @@ def profile_table(sec: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
+def _blocks(tables: Iterable[str]) -> list[str]:
+    """The non-empty tables, each followed by a blank line."""
+    return [line for t in tables if t for line in (t, "")]
+
+
 def render(sec: dict[str, Any], plots: list[str] | None = None) -> str:
     """The whole scale section."""
     net = ("each host in a network namespace of its own, joined to one bridge by a "
@@ -145,12 +152,10 @@ def render(sec: dict[str, Any], plots: list[str] | None = None) -> str:
            f"interleaved; {sec['seconds'] / 60:.0f} min",
            f"- workloads: {', '.join(sec['workloads'])}; sizes {sec['sizes']}",
            "", "### Targets (many short tasks: `map`)", "", targets(sec), ""]
-    tables = [cost_table(sec, wl, "sched_cpu_us") for wl in sec["workloads"]]
-    out += [x for t in tables if t for x in (t, "")]
+    out += _blocks(cost_table(sec, wl, "sched_cpu_us") for wl in sec["workloads"])
     out += ["### The short tasks in detail", ""]
-    tables = [cost_table(sec, "map", stat)
-              for stat in ("loop_cpu_us", "sched_sys_us", "wall_s", "workers_cpu_us")]
-    out += [x for t in tables if t for x in (t, "")]
+    out += _blocks(cost_table(sec, "map", stat)
+                   for stat in ("loop_cpu_us", "sched_sys_us", "wall_s", "workers_cpu_us"))
     out += [count_table(sec, "map"), ""]
     out += ["### The scheduler's MainThread at the largest worker count (py-spy, %)", "",
             profile_table(sec), "",

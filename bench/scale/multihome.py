@@ -67,7 +67,7 @@ def patched_distributed(workdir: Path) -> tuple[Path | None, str]:
     tree = next(workdir.glob("distributed-*"))
     subprocess.run(["git", "apply", "-p1", str(patch)], cwd=tree, check=True,
                    capture_output=True, timeout=60)
-    return tree, f"patches/0002 applied to the {how} sdist"
+    return tree, f"patches/0002 applied to distributed's sdist ({how})"
 
 
 async def _probe(sched_file: str, tls: bool, reach: bool = True) -> dict[str, Any]:
@@ -164,8 +164,7 @@ def check(loopback: bool = False, cases: tuple[str, ...] | None = None,
                     entry["error"] = f"{type(exc).__name__}: {exc}"[:500]
             results.append(entry)
         return {"cases": results, "patch": patch_note,
-                "worker_host": {"eth0": hosts["h0"].address,
-                                                "eth1": hosts["h0"].second},
+                "worker_host": {"eth0": hosts["h0"].address, "eth1": hosts["h0"].second},
                 "scheduler": hosts["s"].address}
 
 
