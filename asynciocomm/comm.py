@@ -118,6 +118,8 @@ class AsyncioComm(Comm):
         except EOFError:
             self.abort()
             raise CommClosedError(f"in {self}: aborted stream on truncated data")
+        finally:
+            protocol.delivered()
         return msg
 
     async def write(

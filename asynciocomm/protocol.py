@@ -6,7 +6,11 @@ Strategy:
   out (``get_buffer``): the shared receive buffer for headers and small frames, or
   a large frame's own buffer. Complete messages queue in the decoder; ``read()``
   pops one without creating a future when one is waiting. Reading pauses while the
-  unread messages exceed ``read-pause`` bytes and resumes below half of it.
+  unread messages exceed ``read-pause`` bytes and resumes below half of it. A
+  message stays unread until ``read()`` has returned it (:meth:`delivered`), also
+  while it is deserialized in the offload thread: the reader still holds its
+  previous message then, and a third large frame received meanwhile would
+  outgrow the buffer pool's two.
 * **Writes** live in :class:`asynciocomm.writer.BatchWriter`, a mixin of this
   class: batched flushes, write flow control, chunked large frames.
 * **Ending.** ``close()`` sends everything already written, then closes and waits
@@ -107,6 +111,8 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._read_waiter: asyncio.Future[None] | None = None
         self._reading_paused = False
+        # Payload bytes of the message read() took and has not returned yet.
+        self._delivering = 0
         self._write_paused = False
         self._wrote_through = False
         self._drain_waiter: asyncio.Future[None] | None = None
@@ -154,7 +160,8 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
             return
         if decoder.messages:
             self._wake_reader()
-        if not self._reading_paused and decoder.queued_bytes > self.settings.read_pause:
+        if (not self._reading_paused
+                and decoder.queued_bytes + self._delivering > self.settings.read_pause):
             self._reading_paused = True
             assert self.transport is not None
             self.transport.pause_reading()
@@ -259,20 +266,28 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
     def read_nowait(self) -> tuple[list[memoryview], int] | None:
         """The next message's frames and size, or None if none has arrived yet.
 
-        Raises the translated error once the connection has ended and every
-        complete message has been read.
+        The message counts as unread until :meth:`delivered`. Raises the
+        translated error once the connection has ended and every complete
+        message has been read.
         """
         decoder = self._decoder
-        item = decoder.pop() if decoder.messages else None
-        if self._reading_paused and decoder.queued_bytes <= self.settings.read_pause // 2:
-            self._reading_paused = False
-            if self.transport is not None:
-                self.transport.resume_reading()
-        if item is not None:
+        if decoder.messages:
+            item = decoder.pop()
+            self._delivering = item[1]
             return item
         if self._eof or self._lost or self._closing:
             raise self.closed_error()
         return None
+
+    def delivered(self) -> None:
+        """The message taken by :meth:`read_nowait` was returned to the reader
+        (or failed to deserialize): resume reading once the unread messages are
+        at most half of ``read-pause``."""
+        self._delivering = 0
+        if self._reading_paused and self._decoder.queued_bytes <= self.settings.read_pause // 2:
+            self._reading_paused = False
+            if self.transport is not None:
+                self.transport.resume_reading()
 
     def readable(self) -> asyncio.Future[None]:
         """A future resolved when a message arrives or the connection ends."""

@@ -208,3 +208,57 @@ async def test_large_write_is_handed_over_in_chunks_where_transports_copy(
     assert sum(spy.sizes) > size and max(spy.sizes) <= LARGE_WRITE_CHUNK, spy.sizes
     if not uvloop:
         assert 0 < peak <= LARGE_WRITE_CHUNK + 256 * 1024, peak
+
+
+async def test_a_message_in_the_offload_thread_still_holds_reading_back(
+    variant, certs, monkeypatch
+) -> None:
+    """Messages larger than ``read-pause`` and than distributed's live offload
+    threshold, so each is deserialized in the offload thread, are read in the
+    usual loop, ``msg = await comm.read()``, which holds the previous message
+    until the next one is returned. A message counts as unread until read()
+    returns it, so no third frame is received meanwhile: with a buffer pool of
+    two frames, every frame after the first two reuses a pooled block, and every
+    message arrives intact."""
+    import distributed.comm.utils
+
+    from asynciocomm.pool import shared_pool
+
+    size, n = 4 * MiB, 12
+    monkeypatch.setattr(distributed.comm.utils, "OFFLOAD_THRESHOLD", MiB)
+    settings = {
+        "distributed.comm.asyncio.read-pause": "2MiB",
+        # Two 4 MiB frames, not three; a setting of its own, so a pool of its own.
+        "distributed.comm.asyncio.buffer-pool": "10MiB",
+        "distributed.comm.asyncio.buffer-pool-min-size": "1MiB",
+        "distributed.comm.asyncio.buffer-pool-idle": "1h",
+    }
+    got: asyncio.Future = asyncio.get_running_loop().create_future()
+
+    async def handler(comm) -> None:
+        s = comm._protocol.settings
+        pool = shared_pool(s.buffer_pool, s.buffer_pool_min_size, s.buffer_pool_idle)
+        pool.clear()  # blocks an earlier test left idle in this process-wide pool
+        hits, misses = pool.hits, pool.misses
+        msg = None
+        try:
+            for i in range(n):
+                msg = await comm.read()
+                _check(msg, i, size)
+            got.set_result((pool.hits - hits, pool.misses - misses))
+        except BaseException as exc:
+            got.set_exception(exc)
+        finally:
+            del msg
+            await comm.close()
+
+    with dask.config.set(settings):
+        async with serve(variant, certs, handler) as listener:
+            comm = await connect_to(variant, certs, listener.contact_address, timeout=WAIT)
+            try:
+                for i in range(n):
+                    await comm.write(_msg(i, size))
+                hits, misses = await asyncio.wait_for(got, WAIT)
+            finally:
+                await comm.close()
+    assert (hits, misses) == (n - 2, 2)

@@ -259,8 +259,7 @@ async def test_held_messages_stay_intact_while_later_ones_reuse_blocks(
             comm = await connect_to(variant, certs, listener.contact_address, timeout=WAIT)
             try:
                 kept = []
-                # One at a time: like the stock comm, a large frame is not read
-                # ahead of the reader (its buffer waits for read(), see buffers.py).
+                # One at a time: each echo is read before the next write.
                 for i in range(6):
                     arr = np.full(n, i, dtype="u1")
                     await comm.write({"i": i, "x": to_serialize(arr)})
