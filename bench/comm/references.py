@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from bench.comm import rawproto
-from bench.common.measure import WARMUP_S, Usage, bulk_metrics, warmup_messages
+from bench.common.measure import Usage, bulk_metrics, warmup
 from bench.common.options import CommBounds
 from bench.common.stats import percentile
 
@@ -86,13 +86,10 @@ def rawsock_run(address: str, ssl_ctx: Any, bounds: CommBounds,
                 frame = hdr
                 arr = np.random.default_rng(size).integers(0, 255, size, dtype=np.uint8)
                 payload = memoryview(arr).cast("B")
-            stop = time.perf_counter() + WARMUP_S
-            for _ in range(warmup_messages(size, count)):
+            for _ in warmup(size, count):
                 sock.sendall(frame)
                 if payload is not None:
                     sock.sendall(payload)
-                if time.perf_counter() > stop:
-                    break
             _sync(sock)
             usage0 = server_usage()
             t0 = time.perf_counter()

@@ -17,6 +17,42 @@ def test_warmup_messages_cover_the_byte_budget() -> None:
     assert measure.warmup_messages(1024 * MiB, 5) == 1  # at least one
 
 
+class _Clock:
+    """perf_counter, advanced by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_warmup_time_cap_never_cuts_below_two_messages(monkeypatch) -> None:
+    """Past WARMUP_S the warm-up stops, but not before its second message (a
+    receiver's buffer reuse is steady only from then), and never beyond its
+    byte budget."""
+    clock = _Clock()
+    monkeypatch.setattr(measure.time, "perf_counter", clock)
+    sent = []
+    for i in measure.warmup(64 * 1024, 20_000):
+        sent.append(i)
+        clock.now += measure.WARMUP_S  # every message takes the whole cap
+    assert sent == [0, 1]
+    assert list(measure.warmup(1024 * MiB, 5)) == [0]  # the byte budget: one
+
+    clock.now += 10 * measure.WARMUP_S
+    taken = []
+    for i in measure.warmup(128 * MiB, 8):
+        taken.append(i)
+        clock.now += 3 * measure.WARMUP_S  # a first 128 MiB message over TLS
+    assert taken == [0, 1]
+
+    sent = []
+    for i in measure.warmup(64 * 1024, 20_000):  # fast: only the bytes bound it
+        sent.append(i)
+    assert len(sent) == measure.warmup_messages(64 * 1024, 20_000) == 4096
+
+
 class CountingDriver:
     """Records what one_way sends; the server side is a counter."""
 
