@@ -175,10 +175,11 @@ COMM_BOUNDS = {
 
 CLUSTER_BOUNDS = {
     # full: 3 repetitions (stats.MIN_PAIRS) of wide, tree and shuffle; the wide map
-    # is about 8 s at 6,000 tasks/s. With the TLS schemes and both GC settings a
-    # repetition took 270 s (2026-12-02 08:40) and 350 s (09:55) here; the 480 s
-    # budget of the plain-only days stopped the cluster subcommand at 1. 1200 s
-    # fits 3 repetitions of up to 400 s.
+    # is about 8 s at 6,000 tasks/s. A repetition of all 8 configurations (TLS
+    # schemes too) with both GC settings took 270 s and 350 s here on 2026-12-02;
+    # the cluster subcommand's plain schemes 160 s, its TLS schemes 230 s. The
+    # 480 s budget of the plain-only days fits 2 of the latter, not 3. 1200 s fits
+    # 3 repetitions of up to 400 s.
     "full": ClusterBounds(reps=3, wide=50_000, tree=4096, shuffle=50, workers=2,
                           threads=4, workload_timeout_s=120.0, budget_s=1200.0),
     # quick: the wide map alone, long enough (about 2 s) that a cluster's start and
