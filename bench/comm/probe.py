@@ -27,8 +27,10 @@ from typing import Any
 
 #: Warm-up before timing: at least this many bytes, and at least 2 messages (a
 #: receiver holds one while the next arrives, so its buffer reuse is steady
-#: from the second on); the same rule as bench.common.measure.
+#: from the second on); the same rule as bench.common.measure. A ping warms up
+#: with WARMUP_PINGS round trips, as ``calls`` does.
 WARMUP_BYTES = 256 * 1024**2
+WARMUP_PINGS = 200
 PING = {"op": "ping", "p": b"x" * 64}
 
 
@@ -116,7 +118,8 @@ async def _measure(spec: dict[str, Any], address: str) -> dict[str, Any]:
             arr = np.random.default_rng(size).integers(0, 255, size, dtype=np.uint8)
             msg = {"op": "s", "p": to_serialize(arr)}
     try:
-        for _ in range(max(2, min(20_000, WARMUP_BYTES // max(size, 64)))):
+        warm = WARMUP_PINGS if test == "ping" else max(2, min(20_000, WARMUP_BYTES // size))
+        for _ in range(warm):
             await comm.write(msg)
             if test == "ping":
                 await comm.read()
