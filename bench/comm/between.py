@@ -77,7 +77,7 @@ def compare(python_a: str, python_b: str, spec: dict[str, Any], pairs: int,
         got = {side: probe(python_a if side == "a" else python_b, spec, timeout)
                for side in order}
         rows.append({"pair": i, "order": "".join(order), **got})
-        log(f"pair {i + 1}/{pairs} ({'then '.join(s.upper() + ' ' for s in order).strip()}): "
+        log(f"pair {i + 1}/{pairs} ({' then '.join(s.upper() for s in order)}): "
             f"A {got['a']['value']:.4g}, B {got['b']['value']:.4g}")
     value = Comparison(tuple(r["b"]["value"] / r["a"]["value"] for r in rows))
     cpu = Comparison(tuple(r["a"]["server_cpu_us"] / r["b"]["server_cpu_us"] for r in rows))
