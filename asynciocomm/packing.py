@@ -226,19 +226,30 @@ def pack(packer: msgpack.Packer, hook: Hook, msg: Any) -> bytes | list[Any]:
     return joined(head, hook.sub) if hook.sub else head
 
 
-def second_pass(packer: msgpack.Packer, hook: Hook, msg: Any, exc: Exception) -> Any:
-    """After a first pass that raised ``exc``: distributed's ``dumps`` packs
-    again on a TypeError, pickling what msgpack cannot take; else it raises.
-    Its list of frames is not emptied in between: the second pass's sub-frames
-    follow the first pass's, which stay in the message unreferenced."""
-    if hook.safe or not isinstance(exc, TypeError):
-        raise exc
+def second_pass(packer: msgpack.Packer, hook: Hook, msg: Any, type_error: str | None) -> Any:
+    """Called in the ``except`` block of a first pass that failed:
+    distributed's ``dumps`` packs again when that was a TypeError (its text is
+    ``type_error``), pickling what msgpack cannot take; else the exception
+    being handled is raised again. Its list of frames is not emptied in
+    between: the second pass's sub-frames follow the first pass's, which stay
+    in the message unreferenced.
+
+    The exception is never an argument or a local here: a frame on its own
+    traceback that refers to it would be a reference cycle, holding the
+    message and its frames until the garbage collector runs."""
+    if hook.safe or type_error is None:
+        raise  # noqa: PLE0704 - the caller's exception, re-raised as it is
     _core_logger.info(
-        f"Failed to serialize ({exc}); falling back to pickle. "
+        f"Failed to serialize ({type_error}); falling back to pickle. "
         "Be aware that this may degrade performance."
     )
     hook.safe = True
     return pack(packer, hook, msg)
+
+
+def type_error_text(exc: BaseException) -> str | None:
+    """What :func:`second_pass` needs of a first pass's exception."""
+    return str(exc) if isinstance(exc, TypeError) else None
 
 
 def log_unserializable(msg: Any) -> None:
@@ -264,7 +275,7 @@ def resume(msg: Any, comm: Any, serializers: Any, on_error: str | None,
             frames = pack(packer, hook, msg)
         except Exception as e:
             hook.done = []  # a pass of its own: nothing taken as it is
-            frames = second_pass(packer, hook, msg, e)
+            frames = second_pass(packer, hook, msg, type_error_text(e))
     except Exception:
         log_unserializable(msg)
         raise

@@ -77,6 +77,7 @@ from asynciocomm.packing import (
     log_unserializable,
     resume,
     second_pass,
+    type_error_text,
 )
 
 #: Marker meaning "use distributed's general path for this message".
@@ -137,17 +138,19 @@ class MessageCodec:
             if isinstance(e, NeedsFallback) or not (sub or hook.failed):
                 sub.clear()
                 return FALLBACK  # nothing pickled or serialized: distributed does it all, once
-            return self._recover(msg, e)
+            return self._recover(msg, type_error_text(e))
         finally:
             if comm is not None:
                 hook.reset()
         return joined(head, sub) if sub else head
 
-    def _recover(self, msg: Any, exc: Exception) -> Any:
+    def _recover(self, msg: Any, type_error: str | None) -> Any:
+        """Called in the ``except`` block of a failed first pass (see
+        :func:`asynciocomm.packing.second_pass`)."""
         hook = self._hook
         start = len(hook.sub)  # where a second pass's sub-frames begin
         try:
-            return second_pass(self._packer, hook, msg, exc)
+            return second_pass(self._packer, hook, msg, type_error)
         except Offload:
             self._pending = (msg, hook.sub.copy(), hook.safe, start if hook.safe else 0)
             return FALLBACK

@@ -17,7 +17,8 @@ from types import ModuleType
 from typing import Any
 
 #: The modules that hold checks, by area.
-MODULES = ("messages", "lifecycle", "closing", "serialization", "listening", "connecting")
+MODULES = ("messages", "lifecycle", "closing", "serialization", "listening", "connecting",
+           "cycles")
 
 
 def modules() -> list[ModuleType]:
