@@ -38,6 +38,18 @@ def is_fatal(exc: BaseException | None) -> bool:
     return False
 
 
+def detached(exc: BaseException) -> BaseException:
+    """``exc`` without its traceback and context, to be kept as the reason a
+    connection ended. Its traceback's frames include the one that caught it,
+    whose ``self`` is the protocol that keeps it: a reference cycle, which
+    would hold the connection's buffers until the garbage collector runs (and
+    memoryviews with their exporter in one cycle are what CPython's collector
+    cannot clear). The reason is in the exception's type and message."""
+    exc.__traceback__ = None
+    exc.__context__ = None
+    return exc
+
+
 def translate(where: object, exc: BaseException | None) -> CommClosedError:
     """The distributed error to raise for ``exc`` (None: the peer closed cleanly)."""
     if isinstance(exc, CommClosedError):

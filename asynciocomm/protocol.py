@@ -34,7 +34,7 @@ from asynciocomm.buffers import Allocator, default_allocator
 from asynciocomm.encoder import Buffer
 from asynciocomm.speedups import FrameDecoder
 from asynciocomm.config import Settings
-from asynciocomm.errors import ProtocolError, translate
+from asynciocomm.errors import ProtocolError, detached, translate
 from asynciocomm.log import get_logger
 from asynciocomm.pool import shared_pool
 from asynciocomm.sockopts import configure_socket
@@ -178,8 +178,8 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = True
-        if self._exc is None:
-            self._exc = exc
+        if self._exc is None and exc is not None:
+            self._exc = detached(exc)
         self._drop_batch()
         if self._flush_handle is not None:
             self._flush_handle.cancel()
@@ -209,7 +209,7 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
             exc = ProtocolError(f"a TLS client reached a plain listener ({exc})")
             self._batch.append(TLS_PROTOCOL_VERSION_ALERT)
         logger.warning("Aborting %s: %s", self.name, exc)
-        self._exc = exc
+        self._exc = detached(exc)
         self._flush()  # what we wrote before the failure is owed to the peer
         self._closing = True
         transport = self.transport

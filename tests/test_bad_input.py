@@ -18,6 +18,7 @@ import random
 import dask
 import psutil
 import pytest
+from distributed.comm import connect
 from distributed.comm.core import CommClosedError
 
 from tests.helpers_net import WAIT, RawPeer, header, roundtrip
@@ -69,6 +70,17 @@ async def _serve_with_sink(handler_errors: asyncio.Queue):
             comm.abort()
 
     return serve(ASYNCIO, None, handler)
+
+
+async def _refused_after_handshake(address: str, data: bytes) -> None:
+    """A raw peer completes the handshake, sends ``data`` and is refused."""
+    peer = RawPeer.connect(address)
+    try:
+        await peer.handshake()
+        await peer.send(data)
+        assert await peer.wait_closed_by_peer() in ("eof", "reset")
+    finally:
+        peer.close()
 
 
 @pytest.mark.parametrize("phase", ["handshake", "message"])
@@ -156,13 +168,7 @@ async def test_claim_beyond_configured_max_message_is_refused(caplog_info) -> No
         errors: asyncio.Queue = asyncio.Queue()
         async with await _serve_with_sink(errors) as listener:
             for size in (2 << 20, 2**40):
-                peer = RawPeer.connect(listener.contact_address)
-                try:
-                    await peer.handshake()
-                    await peer.send(header(16, [size]))
-                    assert await peer.wait_closed_by_peer() in ("eof", "reset")
-                finally:
-                    peer.close()
+                await _refused_after_handshake(listener.contact_address, header(16, [size]))
                 err = await asyncio.wait_for(errors.get(), WAIT)
                 assert f"message of {size} bytes exceeds the bound of 1048576" in str(err)
             # Messages below the bound still pass.
@@ -173,13 +179,7 @@ async def test_claim_beyond_configured_max_frames_is_refused(caplog_info) -> Non
     with dask.config.set({"distributed.comm.asyncio.max-frames": 100}):
         errors: asyncio.Queue = asyncio.Queue()
         async with await _serve_with_sink(errors) as listener:
-            peer = RawPeer.connect(listener.contact_address)
-            try:
-                await peer.handshake()
-                await peer.send(header(8 + 8 * 101, [1] * 101) + b"x" * 101)
-                assert await peer.wait_closed_by_peer() in ("eof", "reset")
-            finally:
-                peer.close()
+            await _refused_after_handshake(listener.contact_address, header(8 + 8 * 101, [1] * 101) + b"x" * 101)
             err = await asyncio.wait_for(errors.get(), WAIT)
             assert "101 frames exceed the bound of 100" in str(err), str(err)
             await roundtrip(ASYNCIO, None, listener.contact_address)
@@ -196,13 +196,7 @@ async def test_refused_claims_allocate_nothing(caplog_info) -> None:
         before = _rss()
         for data in (header(16, [2**40]), header(16, [2**62, 2**62]),
                      header(2**40, [2**40 - 16])):  # fmt: skip
-            peer = RawPeer.connect(listener.contact_address)
-            try:
-                await peer.handshake()
-                await peer.send(data)
-                assert await peer.wait_closed_by_peer() in ("eof", "reset")
-            finally:
-                peer.close()
+            await _refused_after_handshake(listener.contact_address, data)
         assert _rss() - before < 256 << 20
         await roundtrip(ASYNCIO, None, listener.contact_address)
 
@@ -251,3 +245,56 @@ async def test_accepted_claim_does_not_commit_claimed_memory(caplog_info) -> Non
         assert f"({sent} bytes of it received)" in str(err), str(err)
         del comm, decoder
         await roundtrip(ASYNCIO, None, listener.contact_address)
+
+
+async def test_a_refused_peer_leaves_no_reference_cycle(caplog_info) -> None:
+    """The reason a refused connection ended is kept without the traceback
+    whose frames refer back to the protocol: with the collector off, the
+    protocol is freed by reference counting alone once its transport is gone,
+    and no cycle holds its receive buffer (memoryviews and their exporter,
+    which CPython's collector cannot clear in one cycle)."""
+    import gc
+    import types
+    import weakref
+
+    protocols: asyncio.Queue = asyncio.Queue()
+    errors: asyncio.Queue = asyncio.Queue()
+
+    async def handler(comm) -> None:
+        protocols.put_nowait(weakref.ref(comm._protocol))
+        try:
+            await comm.read()
+        except BaseException as e:
+            errors.put_nowait(type(e))
+        finally:
+            comm.abort()
+
+    async with serve(ASYNCIO, None, handler) as listener:
+        comm = await connect(listener.contact_address)  # warm-up: first-use caches
+        await comm.close()
+        await asyncio.wait_for(errors.get(), WAIT)
+        await asyncio.wait_for(protocols.get(), WAIT)
+        gc.collect()
+        gc.disable()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            refs = []
+            for _, data, _ in PROTOCOL_ERRORS[:6]:
+                await _refused_after_handshake(listener.contact_address, data)
+                assert await asyncio.wait_for(errors.get(), WAIT) is CommClosedError
+                refs.append(await asyncio.wait_for(protocols.get(), WAIT))
+            # Freed once the transport lets go (after the protocol-error grace).
+            for _ in range(int(WAIT / 0.05)):
+                if not any(r() is not None for r in refs):
+                    break
+                await asyncio.sleep(0.05)
+            alive = sum(r() is not None for r in refs)
+            gc.collect()
+            kept = [o for o in gc.garbage
+                    if isinstance(o, (BaseException, types.TracebackType, types.FrameType,
+                                      memoryview))]
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+            gc.enable()
+        assert alive == 0 and not kept, (alive, kept[:10])
