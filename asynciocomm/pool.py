@@ -19,14 +19,19 @@ and pooling is off wherever it cannot be trusted (free-threaded builds).
 
 Bounds: the pool tracks at most ``capacity`` bytes (in use and idle); a frame
 that does not fit gets an ordinary buffer. An idle block is freed once it has not
-been handed out for ``idle`` seconds: a sweeper thread of the pool's own checks
-every ``idle`` seconds while the pool holds any block, whatever event loop runs
-(or none: a loop that allocated a block may be closed long before the block goes
-idle), and every allocation that misses frees idle blocks too.
+been handed out for ``idle`` seconds, by a timer on the event loop that
+allocated it, and by every allocation that misses. The pool holds memory only
+while a connection uses it: the connections :meth:`BufferPool.attach` and
+:meth:`BufferPool.detach` themselves, and when the last one ends, the idle
+blocks are freed and the ones still in use are left to their owners, freed
+like any buffer when the application drops them. No thread is started: nothing
+the pool does outlives the connections that need it (distributed's test
+harness fails a test that leaves a thread behind).
 """
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import threading
 import time
@@ -121,9 +126,30 @@ class BufferPool:
         # Loops in several threads may allocate at once (a sync Client's loop, and
         # workers in threads): a block must never be handed out twice.
         self._lock = threading.Lock()
-        self._sweeper: threading.Thread | None = None
+        self._users = 0
+        self._sweep_handle: asyncio.TimerHandle | None = None
+        self._sweep_loop: asyncio.AbstractEventLoop | None = None
         self.hits = 0
         self.misses = 0
+
+    def attach(self) -> None:
+        """A connection that receives into this pool's blocks has started."""
+        with self._lock:
+            self._users += 1
+
+    def detach(self) -> None:
+        """A connection has ended. After the last one, the pool holds nothing:
+        idle blocks are freed, and blocks still in use stay with their owners."""
+        with self._lock:
+            self._users -= 1
+            if self._users > 0:
+                return
+            self._release(time.monotonic(), -1.0)
+            self._blocks = []
+            self._held = 0
+            handle, self._sweep_handle = self._sweep_handle, None
+            if handle is not None and _running_loop() is self._sweep_loop:
+                handle.cancel()  # a timer of another thread's loop just finds nothing
 
     @property
     def held_bytes(self) -> int:
@@ -185,35 +211,41 @@ class BufferPool:
         return freed
 
     def _schedule_sweep(self) -> None:
-        """Start the sweeper thread unless it runs (called with the lock held)."""
-        if self._sweeper is not None and self._sweeper.is_alive():
-            return  # (a sweeper of the parent process is not alive after a fork)
-        self._sweeper = threading.Thread(
-            target=_sweep_forever, args=(weakref.ref(self), self.idle),
-            name="asynciocomm-pool-sweeper", daemon=True,
-        )
-        self._sweeper.start()
+        """Free idle blocks after ``idle`` seconds, on the running loop, unless a
+        sweep is due on a loop that is still open (called with the lock held).
+        Without a running loop, the next miss or the last connection's end
+        frees them."""
+        loop = self._sweep_loop
+        if self._sweep_handle is not None and loop is not None and not loop.is_closed():
+            return
+        loop = _running_loop()
+        if loop is None:
+            return
+        self._sweep_loop = loop
+        self._sweep_handle = loop.call_later(self.idle, _sweep, weakref.ref(self))
 
-    def _sweep(self) -> bool:
-        """Free the blocks idle for ``idle`` seconds; False once none is left
-        (the sweeper then ends, and the next new block starts another)."""
+    def _sweep(self) -> None:
+        """Free the blocks idle for ``idle`` seconds; sweep again later while
+        the pool holds any."""
         with self._lock:
+            self._sweep_handle = None
             self._release(time.monotonic(), self.idle)
             if self._blocks:
-                return True
-            self._sweeper = None
-            return False
+                self._schedule_sweep()
 
 
-def _sweep_forever(ref: weakref.ref[BufferPool], idle: float) -> None:
-    """The sweeper thread: wakes every ``idle`` seconds while the pool holds
-    blocks. It keeps only a weak reference, so a dropped pool ends it."""
-    while True:
-        time.sleep(idle)
-        pool = ref()
-        if pool is None or not pool._sweep():
-            return
-        del pool
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _sweep(ref: weakref.ref[BufferPool]) -> None:
+    """The timer's callback: a weak reference, so a dropped pool is not kept."""
+    pool = ref()
+    if pool is not None:
+        pool._sweep()
 
 
 _pools: dict[tuple[int, int, float], BufferPool] = {}

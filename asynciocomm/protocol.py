@@ -30,13 +30,13 @@ from typing import Any, cast
 
 from distributed.comm.core import CommClosedError
 
-from asynciocomm.buffers import Allocator, default_allocator
+from asynciocomm.buffers import default_allocator
 from asynciocomm.encoder import Buffer
 from asynciocomm.speedups import FrameDecoder
 from asynciocomm.config import Settings
 from asynciocomm.errors import ProtocolError, detached, translate
 from asynciocomm.log import get_logger
-from asynciocomm.pool import shared_pool
+from asynciocomm.pool import BufferPool, shared_pool
 from asynciocomm.sockopts import configure_socket
 from asynciocomm.writer import (
     JOIN_THEN_WRITE,
@@ -73,13 +73,11 @@ CLOSE_NOTIFY_WAIT = 0.2
 PROTOCOL_ERROR_GRACE = 1.0
 
 
-def frame_allocator(settings: Settings) -> Allocator:
-    """Where large frames' own buffers come from: the shared pool, unless off."""
+def frame_pool(settings: Settings) -> BufferPool | None:
+    """The pool large frames' own buffers come from, unless it is off."""
     if settings.buffer_pool <= 0:
-        return default_allocator()
-    return shared_pool(
-        settings.buffer_pool, settings.buffer_pool_min_size, settings.buffer_pool_idle
-    ).allocate
+        return None
+    return shared_pool(settings.buffer_pool, settings.buffer_pool_min_size, settings.buffer_pool_idle)
 
 
 class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
@@ -97,12 +95,14 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
         self.settings = settings
         self.name = "asynciocomm connection"
         self._on_connect = on_connect
+        # Attached while connected: the pool holds memory only for live connections.
+        self._pool = frame_pool(settings)
         self._decoder = FrameDecoder(
             read_buffer=settings.read_buffer,
             direct_read=settings.direct_read,
             max_frames=settings.max_frames,
             max_message=settings.max_message,
-            allocate=frame_allocator(settings),
+            allocate=default_allocator() if self._pool is None else self._pool.allocate,
         )
         # The transport calls the decoder's get_buffer itself: no Python frame
         # of ours per receive.
@@ -139,6 +139,8 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
         self.transport = cast(asyncio.Transport, transport)
         self._loop = asyncio.get_running_loop()
         self._lost_waiter = self._loop.create_future()
+        if self._pool is not None:
+            self._pool.attach()
         self._tls = transport.get_extra_info("sslcontext") is not None
         s = self.settings
         transport = self.transport
@@ -178,6 +180,8 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = True
+        if self._pool is not None:
+            self._pool.detach()
         if self._exc is None and exc is not None:
             self._exc = detached(exc)
         self._drop_batch()

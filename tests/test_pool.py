@@ -157,58 +157,90 @@ async def test_idle_blocks_are_freed_by_the_sweep_and_held_ones_are_not() -> Non
     assert pool.held_bytes == 0
 
 
-def _until(predicate, polls: int = 500, every: float = 0.01) -> bool:
-    for _ in range(polls):  # bounded: polls x every
-        if predicate():
-            return True
-        threading.Event().wait(every)
-    return predicate()
+def test_the_last_connection_ending_frees_idle_blocks_and_leaves_held_ones() -> None:
+    """The pool holds memory only while a connection uses it: when the last one
+    ends, idle blocks are freed at once and blocks still in use are left to
+    their owners, intact, with no timer or thread left to free them later."""
+    pool = BufferPool(capacity=64 * MiB, min_size=MiB, idle=3600)
+    pool.attach()
+    pool.attach()
+    held = pool.allocate(2 * MiB)
+    held[:4] = b"kept"
+    pool.allocate(4 * MiB)  # dropped at once: idle
+    pool.detach()
+    assert pool.held_bytes == size_class(2 * MiB) + size_class(4 * MiB)  # one still connected
+    pool.detach()
+    assert pool.held_bytes == 0 and pool.idle_bytes() == 0
+    assert bytes(held[:4]) == b"kept"
+    assert pool._sweep_handle is None
 
 
-@pytest.mark.parametrize("where", ["another loop", "no loop"])
-def test_idle_blocks_are_freed_after_the_allocating_loop_closed(where: str) -> None:
-    """Issue 16.13: a block allocated on a loop that has closed since is still
-    freed once it goes idle, while another loop runs or while none does."""
+async def test_a_sweep_frees_idle_blocks_on_the_loop_that_allocated() -> None:
     pool = BufferPool(capacity=64 * MiB, min_size=MiB, idle=0.02)
+    pool.attach()
+    try:
+        pool.allocate(2 * MiB)  # dropped at once
+        assert pool._sweep_handle is not None
+        for _ in range(500):  # bounded: 500 x 10 ms
+            if pool.held_bytes == 0:
+                break
+            await asyncio.sleep(0.01)
+        assert pool.held_bytes == 0 and pool._sweep_handle is None  # nothing left to sweep
+        held = pool.allocate(2 * MiB)  # a new block: the sweep is scheduled again
+        assert pool._sweep_handle is not None
+        del held
+    finally:
+        pool.detach()
 
-    async def allocate() -> memoryview:
-        return pool.allocate(16 * MiB)
+
+def test_a_block_of_a_closed_loop_is_swept_on_the_next_loop_that_allocates() -> None:
+    pool = BufferPool(capacity=64 * MiB, min_size=MiB, idle=0.02)
+    pool.attach()
+
+    async def allocate(n: int) -> None:
+        pool.allocate(n)  # dropped at once
 
     first = asyncio.new_event_loop()
     try:
-        held = first.run_until_complete(allocate())
+        first.run_until_complete(allocate(16 * MiB))
     finally:
         first.close()
     assert pool.held_bytes == size_class(16 * MiB)
 
-    async def drop_and_wait() -> bool:
-        nonlocal held
-        del held
+    async def allocate_and_wait() -> bool:
+        held = pool.allocate(2 * MiB)
         for _ in range(500):
-            if pool.held_bytes == 0:
-                return True
+            if pool.held_bytes == size_class(2 * MiB):
+                return len(held) == 2 * MiB
             await asyncio.sleep(0.01)
         return False
 
-    if where == "another loop":
-        second = asyncio.new_event_loop()
-        try:
-            assert second.run_until_complete(drop_and_wait())
-        finally:
-            second.close()
+    second = asyncio.new_event_loop()
+    try:
+        assert second.run_until_complete(allocate_and_wait())
+    finally:
+        second.close()
+        pool.detach()
+
+
+@pytest.mark.parametrize("with_loop", [True, False], ids=["in a loop", "without a loop"])
+def test_the_pool_starts_no_thread(with_loop: bool) -> None:
+    before = set(threading.enumerate())
+    pool = BufferPool(capacity=64 * MiB, min_size=MiB, idle=0.01)
+    pool.attach()
+
+    async def allocate() -> None:
+        for _ in range(4):
+            pool.allocate(2 * MiB)
+            await asyncio.sleep(0.02)
+
+    if with_loop:
+        asyncio.run(allocate())
     else:
-        del held
-        assert _until(lambda: pool.held_bytes == 0)
-
-
-def test_the_sweeper_stops_when_the_pool_is_empty_and_restarts() -> None:
-    pool = BufferPool(capacity=64 * MiB, min_size=MiB, idle=0.02)
-    pool.allocate(2 * MiB)  # dropped at once
-    assert _until(lambda: pool.held_bytes == 0 and pool._sweeper is None)
-    held = pool.allocate(2 * MiB)
-    assert pool._sweeper is not None and pool._sweeper.is_alive()
-    del held
-    assert _until(lambda: pool.held_bytes == 0 and pool._sweeper is None)
+        for _ in range(4):
+            pool.allocate(2 * MiB)
+    pool.detach()
+    assert set(threading.enumerate()) <= before
 
 
 def test_threads_never_share_a_block() -> None:
