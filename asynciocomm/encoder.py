@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from pickle import PickleBuffer
 from typing import Union
 
 import cython
@@ -25,6 +26,29 @@ Buffer = Union[bytes, bytearray, memoryview]
 
 _SINGLE = struct.Struct("<QQQ")
 _U64 = 8
+
+
+#: distributed's tcp writer joins a message into one ``bytes`` object below this
+#: total (header included), or below _JOIN_FRAGMENTED_MAX when its frames average
+#: under _JOIN_MEAN_MAX (``distributed.comm.tcp._add_frames_header``). A buffer
+#: that is not C-contiguous cannot be joined: the stock comm raises TypeError
+#: there and copies it anywhere else. Messages with such a buffer follow that
+#: rule, so that both comms accept and refuse the same messages.
+_JOIN_MAX = 2**17
+_JOIN_FRAGMENTED_MAX = 2**25
+_JOIN_MEAN_MAX = 2**15
+
+
+def _stock_joins(total: int, nbuffers: int) -> bool:
+    return total < _JOIN_MAX or (total < _JOIN_FRAGMENTED_MAX and total // nbuffers < _JOIN_MEAN_MAX)
+
+
+def _contiguous(frame: memoryview) -> memoryview:
+    """A frame that is not C-contiguous, as distributed's ``ensure_memoryview``
+    makes it: a Fortran-ordered one as its memory, any other copied in C order."""
+    if frame.contiguous:
+        return PickleBuffer(frame).raw()
+    return memoryview(bytearray(frame))
 
 
 def _as_bytes_view(frame: Buffer) -> memoryview:
@@ -104,16 +128,27 @@ def encode_frames(frames: Sequence[Buffer], coalesce: int) -> tuple[list[Buffer]
     """
     lengths: list[int] = []
     only_bytes = True
+    strided = False
     for f in frames:
         if type(f) is bytes:
             lengths.append(len(f))
         else:
             only_bytes = False
-            lengths.append((f if type(f) is memoryview else memoryview(f)).nbytes)
+            mv = f if type(f) is memoryview else memoryview(f)
+            lengths.append(mv.nbytes)
+            if not mv.c_contiguous:
+                strided = True
     payload = sum(lengths)
     # Frames that are all bytes are all shared (shared_prefix_nbytes' rule).
     header = encode_header(frames, lengths, payload if only_bytes else -1)
     total = len(header) + payload
+    if strided:
+        if _stock_joins(total, len(frames) + 1):
+            raise TypeError(
+                f"a buffer of this {total}-byte message is not C-contiguous; "
+                "distributed's tcp writer joins a message of this size and cannot join it")
+        frames = [f if type(f) is bytes or memoryview(f).c_contiguous
+                  else _contiguous(memoryview(f)) for f in frames]
     if total < coalesce or max(lengths) < coalesce:
         return [b"".join([header, *frames])], total
     out: list[Buffer] = []

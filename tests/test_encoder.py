@@ -79,3 +79,31 @@ def test_compiled_encoder_is_built_unless_pure_is_forced(impl) -> None:
     else:
         assert speedups.COMPILED, "asynciocomm._cencoder was not built"
         assert speedups.encoder_impl.__file__.endswith((".so", ".pyd"))
+
+
+def _strided_frames(layout: str, n: int) -> list:
+    base = np.arange(2 * n, dtype="u1")
+    strided = {"strided": base[::2], "2d-column": base.reshape(-1, 64)[:, ::2],
+               "fortran": np.asfortranarray(base[:n].reshape(-1, 32))}[layout]
+    return [b"msgpack header", b"sub-header", memoryview(strided)]
+
+
+@pytest.mark.parametrize("layout", ["strided", "2d-column", "fortran"])
+@pytest.mark.parametrize("n", [1024, 16 * 1024, 127 * 1024, 128 * 1024, 4 << 20])
+def test_buffers_that_are_not_c_contiguous_are_taken_where_the_stock_writer_takes_them(
+    layout: str, n: int, impl
+) -> None:
+    """The stock writer joins small messages (it raises TypeError then, before
+    anything is sent) and copies such a buffer otherwise (ensure_memoryview)."""
+    from distributed.comm.tcp import _add_frames_header
+    from distributed.utils import ensure_memoryview
+
+    frames = _strided_frames(layout, n)
+    try:
+        out, _, _ = _add_frames_header(list(frames))
+        expected = b"".join(bytes(ensure_memoryview(b)) for b in out)
+    except TypeError:
+        with pytest.raises(TypeError, match="not C-contiguous"):
+            impl.encode_frames(frames, coalesce=16 * 1024)
+        return
+    assert wire(frames, impl, coalesce=16 * 1024) == expected
