@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import weakref
 from typing import Any
 
@@ -18,12 +19,18 @@ logger = get_logger(__name__)
 
 
 def _finalize(protocol: FramedProtocol, r: str) -> None:
-    if not protocol.is_closed:
+    """A comm dropped without close() or abort(). It is dangling, and warned
+    about as the stock comm warns, only if its connection has not ended: a
+    comm whose peer has gone, which distributed drops once ``closed()`` says
+    so, is not. Either way nothing of it stays open."""
+    if protocol.is_closed:
+        return
+    if not protocol.ended:
         logger.warning("Closing dangling comm %s", r)
-        try:
-            protocol.abort()
-        except RuntimeError:  # the event loop is already closed
-            pass
+    try:
+        protocol.abort()
+    except RuntimeError:  # the event loop is already closed
+        pass
 
 
 class AsyncioComm(Comm):
@@ -31,9 +38,11 @@ class AsyncioComm(Comm):
 
     Semantics follow the stock tcp comm: ``read()`` returns every message that
     arrived before the peer closed, then raises ``CommClosedError``; a failed or
-    cancelled read or write aborts the comm (its stream state is unknown then);
-    ``close()`` delivers everything written before it; a comm that is never closed
-    is aborted by a finalizer, with a warning.
+    cancelled read, or a failed write, aborts the comm (its stream state is
+    unknown then); a write cancelled while it waits for flow control has queued
+    nothing and leaves the comm as it was; ``close()`` delivers everything
+    written before it; a comm that is never closed is aborted by a finalizer,
+    with a warning.
     """
 
     def __init__(
@@ -139,7 +148,14 @@ class AsyncioComm(Comm):
             waiting = self._protocol.send(buffers, nbytes)
             if waiting is not None:
                 await waiting
+        except asyncio.CancelledError:
+            # Cancelled while it waited its turn: nothing of the message was
+            # queued, and the writers before and after it go on (the stock
+            # comm, which never waits, cannot be cancelled inside a write).
+            raise
         except BaseException:
+            # The connection failed under the write: what reached the wire is
+            # unknown, so the comm is aborted, as the stock comm does.
             self.abort()
             raise
         return nbytes

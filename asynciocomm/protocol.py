@@ -11,8 +11,9 @@ Strategy:
   while it is deserialized in the offload thread: the reader still holds its
   previous message then, and a third large frame received meanwhile would
   outgrow the buffer pool's two.
-* **Writes** live in :class:`asynciocomm.writer.BatchWriter`, a mixin of this
-  class: batched flushes, write flow control, chunked large frames.
+* **Writes** live in :class:`asynciocomm.writer.Sender`, which this class makes
+  for its transport: admission in call order, batched flushes, write flow
+  control, large messages in chunks.
 * **Ending.** ``close()`` sends everything already written, then closes and waits
   for the transport to report the connection lost (bounded: it aborts when no
   byte has left for ``timeouts.tcp``). ``abort()`` is immediate. The reason a
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, cast
 
 from distributed.comm.core import CommClosedError
@@ -38,15 +39,7 @@ from asynciocomm.errors import ProtocolError, detached, translate
 from asynciocomm.log import get_logger
 from asynciocomm.pool import BufferPool, shared_pool
 from asynciocomm.sockopts import configure_socket
-from asynciocomm.writer import (
-    JOIN_THEN_WRITE,
-    NO_WRITE_THROUGH_MIN,
-    BatchWriter,
-    chunk_large_writes,
-    copies_large_writes,
-    write_mode,
-    write_through_min,
-)
+from asynciocomm.writer import Sender, TransportTraits
 
 logger = get_logger(__name__)
 
@@ -80,7 +73,7 @@ def frame_pool(settings: Settings) -> BufferPool | None:
     return shared_pool(settings.buffer_pool, settings.buffer_pool_min_size, settings.buffer_pool_idle)
 
 
-class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
+class FramedProtocol(asyncio.BufferedProtocol):
     """One connection: decoder, read waiter, write batch and flow control.
 
     ``on_connect`` is called from ``connection_made`` (listeners use it to create
@@ -113,17 +106,7 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
         self._reading_paused = False
         # Payload bytes of the message read() took and has not returned yet.
         self._delivering = 0
-        self._write_paused = False
-        self._wrote_through = False
-        self._drain_waiter: asyncio.Future[None] | None = None
-        self._batch: list[Buffer] = []
-        self._batch_nbytes = 0
-        self._flush_handle: asyncio.Handle | None = None
-        self._write_mode = JOIN_THEN_WRITE
-        self._write_through_min = NO_WRITE_THROUGH_MIN
-        self._chunk_large = False
-        self._chunk_until_empty = False
-        self._large_writer: asyncio.Future[None] | None = None
+        self._sender: Sender | None = None
         self._eof = False
         self._lost = False
         self._closing = False
@@ -141,17 +124,15 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
         self._lost_waiter = self._loop.create_future()
         if self._pool is not None:
             self._pool.attach()
-        self._tls = transport.get_extra_info("sslcontext") is not None
-        s = self.settings
-        transport = self.transport
-        transport.set_write_buffer_limits(high=s.write_high_water, low=s.write_low_water)
-        configure_socket(transport.get_extra_info("socket"), s.tcp_timeout)
-        self._write_mode = write_mode(transport)
-        self._write_through_min = write_through_min(transport)
-        self._chunk_large = chunk_large_writes(transport)
-        self._chunk_until_empty = copies_large_writes(transport)
-        if self._on_connect is not None:
-            self._on_connect(self)
+        traits = TransportTraits.of(transport)
+        self._tls = traits.tls
+        self._sender = Sender(self.settings, self.transport, self._loop, traits)
+        configure_socket(transport.get_extra_info("socket"), self.settings.tcp_timeout)
+        # Called once, then dropped: the listener that passed it must not be
+        # kept alive by its connections (nor be in a cycle through them).
+        on_connect, self._on_connect = self._on_connect, None
+        if on_connect is not None:
+            on_connect(self)
 
     def buffer_updated(self, nbytes: int) -> None:
         decoder = self._decoder
@@ -184,15 +165,12 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
             self._pool.detach()
         if self._exc is None and exc is not None:
             self._exc = detached(exc)
-        self._drop_batch()
-        if self._flush_handle is not None:
-            self._flush_handle.cancel()
-            self._flush_handle = None
+        if self._sender is not None:
+            self._sender.connection_lost()
         if self._abort_handle is not None:
             self._abort_handle.cancel()
             self._abort_handle = None
         self._wake_reader()
-        self._wake_drain()
         if self._lost_waiter is not None and not self._lost_waiter.done():
             self._lost_waiter.set_result(None)
         self.transport = None  # break the transport <-> protocol cycle
@@ -207,14 +185,17 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
         it reached a plain listener, so it fails at once instead of retrying.
         A peer that does not take those bytes is aborted after a short grace."""
         head = self._decoder.peek(3)
-        if head[:1] == b"\x16" and head[1:2] == b"\x03" and self.extra_info("sslcontext") is None:
+        sender = self._sender
+        assert sender is not None
+        if head[:1] == b"\x16" and head[1:2] == b"\x03" and not self._tls:
             # A TLS ClientHello on a plain listener: say so in TLS, so the client
             # fails at once with a fatal TLS error instead of retrying.
             exc = ProtocolError(f"a TLS client reached a plain listener ({exc})")
-            self._batch.append(TLS_PROTOCOL_VERSION_ALERT)
+            sender.send_now(TLS_PROTOCOL_VERSION_ALERT)
         logger.warning("Aborting %s: %s", self.name, exc)
         self._exc = detached(exc)
-        self._flush()  # what we wrote before the failure is owed to the peer
+        sender.flush()  # what we wrote before the failure is owed to the peer
+        sender.abort()
         self._closing = True
         transport = self.transport
         if transport is not None:
@@ -223,7 +204,6 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
             assert self._loop is not None
             self._loop.call_later(PROTOCOL_ERROR_GRACE, transport.abort)
         self._wake_reader()
-        self._wake_drain()
 
     def _wake_reader(self) -> None:
         waiter = self._read_waiter
@@ -236,6 +216,14 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
     def is_closed(self) -> bool:
         """The connection is gone or going: nothing more can be written."""
         return self._lost or self._closing or self.transport is None
+
+    @property
+    def ended(self) -> bool:
+        """The connection is gone or going, from either side: closed or
+        aborted here, lost, or the peer's end received (a TLS transport then
+        closes itself). What the stock comm's stream reports as closed."""
+        transport = self.transport
+        return self.is_closed or self._eof or transport is None or transport.is_closing()
 
     @property
     def finished(self) -> bool:
@@ -296,10 +284,49 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
     def readable(self) -> asyncio.Future[None]:
         """A future resolved when a message arrives or the connection ends."""
         assert self._loop is not None
-        # The reader waits, so the loop turns before this task writes again.
-        self._wrote_through = False
+        if self._sender is not None:
+            self._sender.reader_waits()
         waiter = self._read_waiter = self._loop.create_future()
         return waiter
+
+    # -- writing -----------------------------------------------------------------
+
+    def send(self, buffers: list[Buffer], nbytes: int) -> Coroutine[Any, Any, None] | None:
+        """Queue one encoded message. Returns None when it was accepted at once,
+        or a coroutine that waits its turn (flow control, or writers before it)
+        and accepts it then. Cancelling that wait leaves nothing of the message
+        queued and the connection as it was."""
+        transport = self.transport
+        sender = self._sender
+        if self.is_closed or transport is None or sender is None or transport.is_closing():
+            # is_closing(): closed under us (an OS error, the peer's EOF) before
+            # connection_lost is reported; writing then fails inside the transport.
+            self._refuse_write()
+            return None
+        waiting = sender.send(buffers, nbytes)
+        return None if waiting is None else self._sent_in_turn(waiting)
+
+    async def _sent_in_turn(self, waiting: Coroutine[Any, Any, bool]) -> None:
+        if not await waiting:
+            self._refuse_write()
+
+    def _refuse_write(self) -> None:
+        """The connection cannot take this write: raise, unless the peer has
+        gone while messages it sent are still unread. The comm is not
+        ``closed()`` then (see :attr:`finished`), so, as with the stock comm,
+        whose writes go to a kernel that drops them once the peer is gone, the
+        write returns and its bytes are lost with the connection; the reader
+        gets the remaining messages, then the error."""
+        if not self.unread_after_end:
+            raise self.closed_error()
+
+    def pause_writing(self) -> None:
+        if self._sender is not None:
+            self._sender.pause_writing()
+
+    def resume_writing(self) -> None:
+        if self._sender is not None:
+            self._sender.resume_writing()
 
     # -- ending ------------------------------------------------------------------
 
@@ -315,12 +342,8 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
             return
         self._closing = True
         try:
-            while self._large_writer is not None:
-                await asyncio.shield(self._large_writer)
-            self._flush()
-            await self._wait_until_sent()
-        except CommClosedError:
-            pass  # the connection went first: nothing left to flush (as stock)
+            if self._sender is not None:
+                await self._sender.finish()  # False: the connection went first (as stock)
         finally:
             if self.transport is not None:
                 self.transport.close()
@@ -352,12 +375,9 @@ class FramedProtocol(BatchWriter, asyncio.BufferedProtocol):
         transport = self.transport
         if transport is None or self._abort_handle is not None:
             return
-        if self._batch and not transport.is_closing():
-            self._flush()
-        else:
-            self._drop_batch()
+        if self._sender is not None:
+            self._sender.abort()
         self._wake_reader()
-        self._wake_drain()
         loop = self._loop
         if loop is not None and _running_loop() is loop and not transport.is_closing():
             transport.pause_reading()

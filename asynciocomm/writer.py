@@ -1,36 +1,46 @@
-"""The write side of a connection: batching, flow control, large frames.
+"""The write side of a connection: admission, batching, large frames, flow control.
 
 Strategy:
 
-* **Writes.** A message written when nothing else is waiting to go is handed to
-  the transport at once (write-through): a request or a reply leaves without
-  waiting for the loop to turn. Messages written after it, before the loop turns
-  or the reader waits, go to a batch that one ``call_soon`` callback flushes, in
-  as few transport calls as the transport allows (:func:`write_mode`): one
-  writev on uvloop; one ``writelines`` over TLS, small buffers joined, so the
-  batch is encrypted into one ciphertext send; one ``write`` per run of small
-  buffers and per large frame on asyncio's socket transport. Large frames stay
-  references. Over TLS, a message of 32 KiB or more always goes at once when
-  nothing is batched: batching it would only encrypt a whole batch into one
-  buffer. A writer waits for a drain while the transport is above its
-  high-water mark.
-* **Large frames on the plain asyncio loop, and over TLS.** Python < 3.12's
+* **Admission.** ``write()`` either accepts a message at once, without
+  suspending, or waits its turn *before* anything of it is queued: writers wait
+  in the order they called, one future each, while the transport is above its
+  high-water mark or a large message is still being handed over. So a write
+  that returned is delivered whatever happens to its writer afterwards, a
+  writer cancelled or timed out while it waits has sent nothing and fails no
+  other writer, and messages leave in the order ``write()`` was called: the
+  stock comm's promises (it queues without waiting), with a bound on memory.
+* **Batches.** A message accepted when nothing else is waiting to go is handed
+  to the transport at once (write-through): a request or a reply leaves
+  without waiting for the loop to turn. Messages accepted after it, before the
+  loop turns or the reader waits, go to a batch that one ``call_soon`` callback
+  flushes, in as few transport calls as the transport allows
+  (:class:`TransportTraits`): one writev on uvloop; one ``writelines`` over TLS,
+  small buffers joined, so the batch is encrypted into one ciphertext send; one
+  ``write`` per run of small buffers and per large frame on asyncio's socket
+  transport. Large frames stay references. Over TLS, a message of 32 KiB or
+  more always goes at once when nothing is batched: batching it would only
+  encrypt a whole batch into one buffer.
+* **Large messages on the plain asyncio loop, and over TLS.** Python < 3.12's
   socket transport copies whatever the kernel does not take at once into a
-  bytearray and sends from it; for a 128 MiB frame that collapses to a fraction of
-  uvloop's speed. Large frames there are written in chunks, each handed over only
-  when the transport's buffer is empty, so the kernel reads them from the
-  caller's memory and at most one chunk's tail is ever copied. TLS transports (on
-  either loop) encrypt a whole write into one buffer before any of it leaves;
-  they get the same chunks, paced by the ordinary write flow control. Public
-  transport API only.
+  bytearray and sends from it; for a 128 MiB frame that collapses to a fraction
+  of uvloop's speed. Large messages there are accepted whole and handed over in
+  chunks by the sender itself (not by the writer's task, which may be
+  cancelled), each when the transport's buffer is empty, so the kernel reads
+  them from the caller's memory and at most one chunk's tail is ever copied.
+  TLS transports (on either loop) encrypt a whole write into one buffer before
+  any of it leaves; they get the same chunks, paced by the ordinary write flow
+  control. Public transport API only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
+from collections import deque
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from asynciocomm.config import Settings
 from asynciocomm.encoder import Buffer
@@ -46,56 +56,77 @@ LARGE_WRITE_CHUNK = 4 * 1024 * 1024
 #: copy of the unsent tail costs less than waiting for the buffer to empty.
 LARGE_WRITE_MIN = 256 * 1024
 #: Over TLS, messages from this size up are handed to the transport as they are
-#: written, never batched (see BatchWriter.send). Their large frame becomes TLS
+#: written, never batched (see Sender._accept). Their large frame becomes TLS
 #: records of its own either way; batching them only makes the transport
 #: encrypt up to the high-water mark into one ciphertext buffer, and its copies
-#: then run out of the CPU's caches. Measured, one-way, 3-4 pairs: 64 KiB
-#: messages 1.30-1.42 -> 1.52-1.62 GiB/s on the asyncio loop, 1.38-1.46 ->
-#: 1.48-1.64 on uvloop; 32 KiB 1.09-1.13 -> 1.17-1.24 (asyncio loop); but
-#: 16 KiB 0.78-0.80 -> 0.71-0.75 (the receiver then gets many small reads),
-#: hence 32 KiB.
+#: then run out of the CPU's caches. Measured one-way: 64 KiB and 32 KiB
+#: messages gain 8-20 % unbatched, 16 KiB ones lose 5-10 % (the receiver then
+#: gets many small reads), hence 32 KiB.
 TLS_WRITE_THROUGH_MIN = 32 * 1024
 #: No such bound (no message reaches it) on the transports that gain from
-#: batching large messages: asyncio's TCP transport (64 KiB: 2.46-2.57 GiB/s
-#: batched, 1.94-2.13 not) and uvloop's, which sends a batch with one writev.
+#: batching large messages: asyncio's TCP transport (64 KiB messages batched go
+#: about 20 % faster) and uvloop's, which sends a batch with one writev.
 NO_WRITE_THROUGH_MIN = sys.maxsize
 
-
-def keeps_references(transport: asyncio.BaseTransport) -> bool:
-    """uvloop's transports write buffers by reference (writev), so a batch can be
-    handed over as a list without joining or copying."""
-    return type(transport).__module__.startswith("uvloop")
-
-
-#: How a batch of buffers is handed to a transport (see write_mode).
+#: How a batch of buffers is handed to a transport (see TransportTraits).
 WRITEV = 0
 JOIN_THEN_WRITELINES = 1
 JOIN_THEN_WRITE = 2
 
 
-def write_mode(transport: asyncio.BaseTransport) -> int:
-    """How this transport takes a batch in the fewest calls without copies.
+@dataclass(frozen=True)
+class TransportTraits:
+    """What the write path needs to know of a transport, worked out once.
 
-    * ``WRITEV``: uvloop's TCP transport sends a list with one writev, by
-      reference.
-    * ``JOIN_THEN_WRITELINES``: TLS transports (either loop) encrypt each buffer
-      of a ``writelines`` call in turn into one ciphertext buffer and send that
-      once, but each buffer becomes at least one TLS record; so runs of small
-      buffers are joined first. One ``write`` per buffer instead flushes and
-      sends each one separately. Measured (3 pairs per case, one-way): 64 KiB
-      messages 1.24-1.28 -> 1.25-1.29 GiB/s on the asyncio loop and 1.28-1.34 ->
-      1.32-1.35 on uvloop; 1 KiB messages on uvloop 5.3-5.6 -> 4.4-5.2 µs
-      each (uvloop's writelines had passed every small buffer as its own
-      record).
-    * ``JOIN_THEN_WRITE``: asyncio's TCP transport joins a list into one new
-      bytes object (before Python 3.12): runs of small buffers are joined, large
-      ones written as they are.
+    * ``tls``: a TLS transport (either loop's).
+    * ``references``: uvloop's transports write buffers by reference (writev),
+      so a batch is handed over as a list without joining or copying.
+    * ``mode``: how a batch goes in the fewest calls without copies. ``WRITEV``
+      on uvloop's TCP transport. ``JOIN_THEN_WRITELINES`` over TLS: TLS
+      transports encrypt each buffer of a ``writelines`` call in turn into one
+      ciphertext buffer and send that once, but each buffer becomes at least
+      one TLS record, so runs of small buffers are joined first (one ``write``
+      per buffer would flush and send each one separately; uvloop's
+      ``writelines`` passed every small buffer as its own record). 
+      ``JOIN_THEN_WRITE`` on asyncio's TCP transport, which joins a list into
+      one new bytes object before Python 3.12: runs of small buffers are
+      joined, large ones written as they are.
+    * ``chunk_large``: large messages go in chunks: on the copying socket
+      transport, and over TLS, which encrypts a whole write into one buffer
+      before a byte leaves, so the peer waits for all of it. Measured, 128 MiB
+      messages: 0.40 (asyncio loop) / 0.85 (uvloop) GiB/s whole, 1.8 / 1.8-2.1
+      GiB/s in chunks; the stock tls comm does 1.65 / 0.95-1.64.
+    * ``chunk_until_empty``: each chunk waits for an empty buffer (asyncio's
+      own socket transport copies a partial send's remainder, and before
+      Python 3.12 shifts that copy on every send).
     """
-    if _is_tls(transport):
-        return JOIN_THEN_WRITELINES
-    if keeps_references(transport):
-        return WRITEV
-    return JOIN_THEN_WRITE
+
+    tls: bool
+    references: bool
+
+    @classmethod
+    def of(cls, transport: asyncio.BaseTransport) -> TransportTraits:
+        return cls(tls=transport.get_extra_info("sslcontext") is not None,
+                   references=type(transport).__module__.startswith("uvloop"))
+
+    @property
+    def mode(self) -> int:
+        if self.tls:
+            return JOIN_THEN_WRITELINES
+        return WRITEV if self.references else JOIN_THEN_WRITE
+
+    @property
+    def write_through_min(self) -> int:
+        """Messages from this size up are never batched."""
+        return TLS_WRITE_THROUGH_MIN if self.tls else NO_WRITE_THROUGH_MIN
+
+    @property
+    def chunk_until_empty(self) -> bool:
+        return not self.references and not self.tls
+
+    @property
+    def chunk_large(self) -> bool:
+        return self.tls or self.chunk_until_empty
 
 
 def coalesced(batch: list[Buffer], coalesce: int) -> list[Buffer]:
@@ -115,230 +146,276 @@ def coalesced(batch: list[Buffer], coalesce: int) -> list[Buffer]:
     return out
 
 
-def _is_tls(transport: asyncio.BaseTransport) -> bool:
-    return transport.get_extra_info("sslcontext") is not None
+def chunks(buffers: list[Buffer]) -> list[Buffer]:
+    """A message's buffers with every large one cut into LARGE_WRITE_CHUNK views."""
+    out: list[Buffer] = []
+    for buf in buffers:
+        n = len(buf)
+        if n <= LARGE_WRITE_CHUNK:
+            out.append(buf)
+            continue
+        view = memoryview(buf)
+        out += [view[i : i + LARGE_WRITE_CHUNK] for i in range(0, n, LARGE_WRITE_CHUNK)]
+    return out
 
 
-def write_through_min(transport: asyncio.BaseTransport) -> int:
-    """Messages from this size up are never batched on this transport."""
-    return TLS_WRITE_THROUGH_MIN if _is_tls(transport) else NO_WRITE_THROUGH_MIN
+class Sender:
+    """The write side of one connection (see the module docstring).
 
-
-def copies_large_writes(transport: asyncio.BaseTransport) -> bool:
-    """asyncio's own socket transport copies a partial send's remainder, and
-    before Python 3.12 shifts that copy on every send."""
-    return not keeps_references(transport) and not _is_tls(transport)
-
-
-def chunk_large_writes(transport: asyncio.BaseTransport) -> bool:
-    """Whether large frames go to this transport in chunks. Besides the copying
-    socket transport: every TLS transport, asyncio's or uvloop's, encrypts a
-    whole write at once into one ciphertext buffer before a byte leaves, so the
-    peer waits for all of it. Measured, 128 MiB messages: 0.40 (asyncio loop) /
-    0.85 (uvloop) GiB/s whole, 1.8 / 1.8-2.1 GiB/s in chunks; the stock tls comm
-    does 1.65 / 0.95-1.64."""
-    return _is_tls(transport) or copies_large_writes(transport)
-
-
-class BatchWriter:
-    """Mixin of :class:`asynciocomm.protocol.FramedProtocol`: its write side.
-
-    The protocol owns the state below (set in its ``__init__`` and
-    ``connection_made``) and the connection's lifecycle (``is_closed``,
-    ``closed_error``, ``_lost``).
+    Made by the protocol in ``connection_made``; the protocol forwards the
+    transport's ``pause_writing``/``resume_writing`` and tells it when the
+    connection broke (:meth:`abort`, :meth:`connection_lost`). Its waits answer
+    True when done and False when the connection broke first: the protocol
+    turns that into distributed's error, so this class holds no reference to
+    it (a protocol <-> sender cycle would keep every closed connection alive
+    until the garbage collector runs).
     """
 
-    settings: Settings
-    transport: asyncio.Transport | None
-    _loop: asyncio.AbstractEventLoop | None
-    _lost: bool
-    _write_paused: bool
-    _drain_waiter: asyncio.Future[None] | None
-    _batch: list[Buffer]
-    _batch_nbytes: int
-    _flush_handle: asyncio.Handle | None
-    _wrote_through: bool
-    _write_mode: int
-    _write_through_min: int
-    _chunk_large: bool
-    _chunk_until_empty: bool
-    _large_writer: asyncio.Future[None] | None
-
-    if TYPE_CHECKING:  # provided by the protocol
-
-        @property
-        def is_closed(self) -> bool: ...
-
-        @property
-        def unread_after_end(self) -> bool: ...
-
-        def closed_error(self) -> Exception: ...
-
-    def _refuse_write(self) -> None:
-        """The connection cannot take this write: raise, unless the peer has
-        gone while messages it sent are still unread. The comm is not
-        ``closed()`` then (see FramedProtocol.finished), so, as with the stock
-        comm, whose writes go to a kernel that drops them once the peer is
-        gone, the write returns and its bytes are lost with the connection;
-        the reader gets the remaining messages, then the error."""
-        if not self.unread_after_end:
-            raise self.closed_error()
-
-    def pause_writing(self) -> None:
-        self._write_paused = True
-
-    def resume_writing(self) -> None:
-        self._write_paused = False
-        self._wake_drain()
-
-    def _drop_batch(self) -> None:
-        self._batch = []
+    def __init__(self, settings: Settings, transport: asyncio.Transport,
+                 loop: asyncio.AbstractEventLoop, traits: TransportTraits) -> None:
+        self._transport: asyncio.Transport | None = transport
+        self._loop = loop
+        self._high = settings.write_high_water
+        self._low = settings.write_low_water
+        self._coalesce = settings.coalesce
+        self._mode = traits.mode
+        self._write_through_min = traits.write_through_min
+        self._chunk_large = traits.chunk_large
+        self._chunk_until_empty = traits.chunk_until_empty
+        self._paused = False  # the transport is above its high-water mark
+        self._broken = False  # aborted or lost: nothing more is sent
+        self._finishing = False  # close() is waiting for everything to leave
+        self._limits_zero = False  # high=low=0: resume_writing when empty
+        # Accepted, not handed to the transport yet: the batch of this loop
+        # iteration, and the chunks of large messages.
+        self._batch: list[Buffer] = []
         self._batch_nbytes = 0
+        self._flush_handle: asyncio.Handle | None = None
+        self._wrote_through = False
+        self._pending: deque[Buffer] = deque()
+        # Writers waiting their turn, in the order they called write().
+        self._waiters: deque[asyncio.Future[bool]] = deque()
+        self._progress: asyncio.Future[None] | None = None
+        transport.set_write_buffer_limits(high=self._high, low=self._low)
 
-    def _wake_drain(self) -> None:
-        waiter = self._drain_waiter
-        if waiter is not None:
-            self._drain_waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
+    # -- admission ---------------------------------------------------------------
 
-    def send(self, buffers: list[Buffer], nbytes: int) -> Coroutine[Any, Any, None] | None:
-        """Queue one encoded message. Returns None when done, or a coroutine the
-        caller must await (flow control, or ordering behind a chunked write)."""
-        transport = self.transport
-        if self.is_closed or transport is None or transport.is_closing():
-            # is_closing(): closed under us (an OS error, the peer's EOF) before
-            # connection_lost is reported; writing then fails inside the transport.
-            self._refuse_write()
-            return None
-        if self._large_writer is not None or (self._chunk_large and nbytes >= LARGE_WRITE_MIN):
-            return self._send_slow(buffers, nbytes)
-        if (
-            self._flush_handle is None
-            and not self._write_paused
-            and (not self._wrote_through or nbytes >= self._write_through_min)
-        ):
+    def send(self, buffers: list[Buffer], nbytes: int) -> Coroutine[Any, Any, bool] | None:
+        """Accept one encoded message now (None), or a coroutine that waits its
+        turn and accepts it then (True), or finds the connection broken (False)."""
+        if self._waiters or self._paused or self._pending:
+            return self._send_in_turn(buffers, nbytes)
+        self._accept(buffers, nbytes)
+        return None
+
+    async def _send_in_turn(self, buffers: list[Buffer], nbytes: int) -> bool:
+        if self._broken:
+            return False
+        waiter: asyncio.Future[bool] = self._loop.create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except BaseException:
+            # Cancelled: nothing of the message was queued. If the turn had
+            # come already, it passes to the next writer.
+            if waiter in self._waiters:
+                self._waiters.remove(waiter)
+            if waiter.done() and not waiter.cancelled():
+                self._progressed()
+            raise
+        if self._broken:
+            return False
+        assert self._waiters[0] is waiter
+        self._waiters.popleft()
+        self._accept(buffers, nbytes)
+        self._progressed()
+        return True
+
+    def _room(self) -> bool:
+        return not (self._paused or self._pending or self._broken
+                    or self._batch_nbytes >= self._high)
+
+    def _progressed(self) -> None:
+        """Something left or was accepted: give the next writer its turn if
+        there is room, and wake close() to look again."""
+        waiters = self._waiters
+        if waiters and not waiters[0].done() and self._room():
+            waiters[0].set_result(True)
+        progress = self._progress
+        if progress is not None and not progress.done():
+            progress.set_result(None)
+
+    def _accept(self, buffers: list[Buffer], nbytes: int) -> None:
+        transport = self._transport
+        assert transport is not None
+        if self._chunk_large and nbytes >= LARGE_WRITE_MIN:
+            self.flush()  # what was accepted before it goes first
+            self._pending += chunks(buffers)
+            self._pump()
+            return
+        if self._flush_handle is None and (
+                not self._wrote_through or nbytes >= self._write_through_min):
             # Write-through: nothing is waiting to go, so this message leaves
             # now instead of one loop iteration later. Only the first one: the
             # writes after it batch up as usual until a flush callback has run
             # or the reader waits (either means the loop turned), so a tight
             # write loop still makes one syscall per batch, not one per message.
-            # A writer that never reads and writes once per iteration thus
-            # alternates: one write through, the next flushed an iteration later.
             # Over TLS, a large message always goes now (TLS_WRITE_THROUGH_MIN).
             self._wrote_through = True
             self._write_out(transport, buffers)
-            return self._drain() if self._write_paused else None
+            return
         self._batch.extend(buffers)
         self._batch_nbytes += nbytes
         if self._flush_handle is None:
-            assert self._loop is not None
             self._flush_handle = self._loop.call_soon(self._flush_soon)
-        if self._write_paused or self._batch_nbytes >= self.settings.write_high_water:
+        if self._batch_nbytes >= self._high:
             # The batch counts against the high-water mark like the transport's
-            # buffer: a tight write loop that never yields still gets flushed
-            # and, once the transport is full, waits.
-            self._flush()
-            if self._write_paused:
-                return self._drain()
-        return None
+            # buffer: a tight write loop that never yields is flushed, and its
+            # next write waits once the transport is full.
+            self.flush()
 
-    async def _send_slow(self, buffers: list[Buffer], nbytes: int) -> None:
-        while self._large_writer is not None:  # keep order behind a chunked write
-            await asyncio.shield(self._large_writer)
-            if self.is_closed:
-                self._refuse_write()
-                return
-        if self._chunk_large and nbytes >= LARGE_WRITE_MIN:
-            await self._write_chunked(buffers)
-            return
-        waiting = self.send(buffers, nbytes)
-        if waiting is not None:
-            await waiting
+    def reader_waits(self) -> None:
+        """The reader waits, so the loop turns before this task writes again:
+        the next write may go through at once."""
+        self._wrote_through = False
+
+    # -- handing over ------------------------------------------------------------
 
     def _flush_soon(self) -> None:
         self._wrote_through = False  # the loop turned: the next write may go now
-        self._flush()
+        self.flush()
 
-    def _flush(self) -> None:
+    def flush(self) -> None:
+        """Hand the batch to the transport now."""
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
         batch = self._batch
         if not batch:
             return
-        self._drop_batch()
-        transport = self.transport
+        self._batch = []
+        self._batch_nbytes = 0
+        transport = self._transport
         if transport is not None and not transport.is_closing():
             self._write_out(transport, batch)
         # else the connection is gone or going (closed under us): the batch goes
         # with it, as a transport's unsent buffer would.
+
+    def send_now(self, buffer: Buffer) -> None:
+        """Hand one buffer over after everything accepted (a TLS alert to a
+        peer that broke the protocol)."""
+        self._batch.append(buffer)
+        self.flush()
 
     def _write_out(self, transport: asyncio.Transport, batch: list[Buffer]) -> None:
         """Hand one batch to the transport, in as few calls as it allows."""
         if len(batch) == 1:
             transport.write(batch[0])
             return
-        mode = self._write_mode
+        mode = self._mode
         if mode == WRITEV:
             transport.writelines(batch)
             return
-        out = coalesced(batch, self.settings.coalesce)
+        out = coalesced(batch, self._coalesce)
         if mode == JOIN_THEN_WRITELINES:
             transport.writelines(out)
         else:
             for buf in out:
                 transport.write(buf)
 
-    async def _drain(self) -> None:
-        while self._write_paused and not self._lost:
-            waiter = self._drain_waiter
-            if waiter is None:
-                assert self._loop is not None
-                waiter = self._drain_waiter = self._loop.create_future()
-            await waiter
-        if self._lost:
-            self._refuse_write()
-
-    async def _wait_until_sent(self) -> None:
-        """Wait until the transport has handed every queued byte to the kernel."""
-        transport = self.transport
-        if transport is None or not transport.get_write_buffer_size():
-            return
-        s = self.settings
-        transport.set_write_buffer_limits(high=0, low=0)  # pauses us now, resumes at 0
-        try:
-            await self._drain()
-        finally:
-            if self.transport is not None:
-                self.transport.set_write_buffer_limits(
-                    high=s.write_high_water, low=s.write_low_water
-                )
-
-    async def _chunk_sent(self) -> None:
-        """Wait until the next chunk may go: until the socket transport's buffer
-        is empty where it would copy the chunk, else (TLS, which encrypts into
-        new buffers anyway) while flow control holds writers back."""
+    def _pump(self) -> None:
+        """Hand the chunks of large messages over while the transport takes
+        them: when its buffer is empty where it would copy a chunk, else
+        (TLS, which encrypts into new buffers anyway) while it is not paused."""
+        pending = self._pending
+        transport = self._transport
         if self._chunk_until_empty:
-            await self._wait_until_sent()
-        elif self._write_paused:
-            await self._drain()
+            self._set_limits_zero(bool(pending) or self._finishing)
+        while pending and not self._paused:
+            if transport is None or transport.is_closing():
+                return  # connection_lost follows and drops the rest
+            transport.write(pending.popleft())
+        if not pending and self._chunk_until_empty:
+            self._set_limits_zero(self._finishing)
 
-    async def _write_chunked(self, buffers: list[Buffer]) -> None:
-        assert self._loop is not None
-        self._flush()
-        done = self._large_writer = self._loop.create_future()
-        try:
-            await self._chunk_sent()
-            for buf in buffers:
-                view = memoryview(buf)
-                for i in range(0, view.nbytes, LARGE_WRITE_CHUNK):
-                    transport = self.transport
-                    if transport is None or transport.is_closing():
-                        self._refuse_write()
-                        return
-                    transport.write(view[i : i + LARGE_WRITE_CHUNK])
-                    await self._chunk_sent()
-        finally:
-            self._large_writer = None
-            done.set_result(None)
+    def _set_limits_zero(self, zero: bool) -> None:
+        """With high=low=0 the transport pauses us while it holds any byte and
+        resumes us once it holds none."""
+        transport = self._transport
+        if zero == self._limits_zero or transport is None or transport.is_closing():
+            # A closing TLS transport has let go of its protocol already: it
+            # would fail to pause or resume it.
+            return
+        self._limits_zero = zero
+        if zero:
+            transport.set_write_buffer_limits(high=0, low=0)
+        else:
+            transport.set_write_buffer_limits(high=self._high, low=self._low)
+
+    # -- flow control and the end ------------------------------------------------
+
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        self._pump()
+        self._progressed()
+
+    @property
+    def idle(self) -> bool:
+        """Nothing is waiting, accepted or in the transport's buffer."""
+        transport = self._transport
+        return not (self._waiters or self._pending or self._batch
+                    or (transport is not None and transport.get_write_buffer_size()))
+
+    async def finish(self) -> bool:
+        """Send everything: the writers still waiting their turn (they called
+        write() before close()), the chunks of large messages and the batch,
+        until the transport's buffer is empty. False if the connection broke
+        first. The wait is bounded by the kernel's dead-peer detection (see
+        FramedProtocol.close)."""
+        self._finishing = True
+        self._set_limits_zero(True)
+        while not self._broken:
+            self.flush()
+            self._pump()
+            self._progressed()
+            if self.idle:
+                return True
+            self._progress = self._loop.create_future()
+            try:
+                await self._progress
+            finally:
+                self._progress = None
+        return False
+
+    def abort(self) -> None:
+        """Send nothing more. What was accepted goes to the kernel as far as it
+        takes it at once, as with the stock comm (which writes eagerly and
+        closes its socket): the batch is handed over; the rest of a large
+        message in chunks is dropped, as the stock comm's unsent buffer is."""
+        transport = self._transport
+        if self._batch and transport is not None and not transport.is_closing():
+            self.flush()
+        self._break()
+
+    def connection_lost(self) -> None:
+        self._break()
+        self._transport = None
+
+    def _break(self) -> None:
+        self._broken = True
+        self._batch = []
+        self._batch_nbytes = 0
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        self._pending.clear()
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(False)
+        self._waiters.clear()
+        progress = self._progress
+        if progress is not None and not progress.done():
+            progress.set_result(None)

@@ -7,11 +7,12 @@ speak (or deliberately break) distributed's wire format.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import pickle
 import socket
 import struct
 import sys
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
 from typing import Any
 
 from distributed.comm import connect
@@ -162,8 +163,9 @@ async def plain_connect(address: str, timeout: float = 4 * WAIT, **kw: Any) -> C
 
 
 class WriteSpy:
-    """Stands in for a comm's transport: forwards everything to the real one and
-    records the size of each write() / writelines() call (one entry per call)."""
+    """Stands in for a comm's transport on its write side (see :func:`write_spy`):
+    forwards everything to the real one and records the size of each write() /
+    writelines() call (one entry per call)."""
 
     def __init__(self, transport: asyncio.BaseTransport) -> None:
         self._real = transport
@@ -184,3 +186,14 @@ class WriteSpy:
         self.sizes.append(sum(memoryview(b).nbytes for b in buffers))
         self.calls.append(("writelines", [memoryview(b).nbytes for b in buffers]))
         self._real.writelines(buffers)  # type: ignore[attr-defined]
+
+
+@contextlib.contextmanager
+def write_spy(comm: Comm) -> Iterator[WriteSpy]:
+    """Record every transport write call of an asynciocomm comm, while in the block."""
+    sender = comm._protocol._sender  # type: ignore[attr-defined]
+    spy = sender._transport = WriteSpy(sender._transport)
+    try:
+        yield spy
+    finally:
+        sender._transport = spy._real

@@ -15,7 +15,7 @@ import pytest
 from distributed.protocol import to_serialize
 
 from asynciocomm.writer import LARGE_WRITE_CHUNK
-from tests.helpers_net import WAIT, WriteSpy
+from tests.helpers_net import WAIT, write_spy
 from tests.variants import OWN, connect_to, raw_socket, serve, variant_fixture
 
 MiB = 1 << 20
@@ -86,7 +86,7 @@ async def test_write_blocks_on_a_peer_that_does_not_read(variant, certs) -> None
                 await _until_stalled(lambda: sent, task)
                 assert not task.done(), "64 MiB went into a peer that does not read"
                 assert sent < n
-                assert comm._protocol._write_paused
+                assert comm._protocol._sender._paused
                 go.set()
                 await asyncio.wait_for(task, WAIT)
                 for _ in range(int(WAIT / 0.05)):
@@ -191,7 +191,6 @@ async def test_large_write_is_handed_over_in_chunks_where_transports_copy(
     async with serve(variant, certs, handler) as listener:
         comm = await connect_to(variant, certs, listener.contact_address, timeout=WAIT)
         sock_transport = _socket_transport(comm._protocol.transport)
-        spy = comm._protocol.transport = WriteSpy(comm._protocol.transport)
         peak = 0
 
         def sample() -> None:
@@ -200,10 +199,10 @@ async def test_large_write_is_handed_over_in_chunks_where_transports_copy(
             if not got.done():
                 loop.call_soon(sample)
 
-        sample()
-        await asyncio.wait_for(comm.write(_msg(7, size)), WAIT)
-        _check(await asyncio.wait_for(got, WAIT), 7, size)
-        comm._protocol.transport = spy._real
+        with write_spy(comm) as spy:
+            sample()
+            await asyncio.wait_for(comm.write(_msg(7, size)), WAIT)
+            _check(await asyncio.wait_for(got, WAIT), 7, size)
         await comm.close()
     assert sum(spy.sizes) > size and max(spy.sizes) <= LARGE_WRITE_CHUNK, spy.sizes
     if not uvloop:

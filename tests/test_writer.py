@@ -2,8 +2,8 @@
 transport, and how many transport calls a burst of messages costs.
 
 Over real sockets, for asyncio and asyncio+tls on both loops. A ``WriteSpy``
-replaces the comm's transport reference and records every write call; nothing is
-mocked below it.
+stands in for the transport the comm's sender writes to and records every write
+call; nothing is mocked below it.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import asyncio
 import pytest
 from distributed.comm.core import CommClosedError
 
-from tests.helpers_net import WAIT, WriteSpy
+from tests.helpers_net import WAIT, write_spy
 from tests.variants import OWN, connect_to, serve, variant_fixture
 
 variant = variant_fixture(OWN)
@@ -27,14 +27,13 @@ async def test_a_lone_write_reaches_the_transport_before_the_loop_turns(
     go. Checked on every round, right after write() returns without yielding."""
     async with serve(variant, certs) as listener:
         comm = await connect_to(variant, certs, listener.contact_address, timeout=WAIT)
-        spy = comm._protocol.transport = WriteSpy(comm._protocol.transport)
         try:
-            for i in range(20):
-                await comm.write({"op": "ping", "i": i})
-                assert len(spy.sizes) == i + 1, spy.sizes
-                assert await asyncio.wait_for(comm.read(), WAIT) == {"op": "ping", "i": i}
+            with write_spy(comm) as spy:
+                for i in range(20):
+                    await comm.write({"op": "ping", "i": i})
+                    assert len(spy.sizes) == i + 1, spy.sizes
+                    assert await asyncio.wait_for(comm.read(), WAIT) == {"op": "ping", "i": i}
         finally:
-            comm._protocol.transport = spy._real
             await comm.close()
 
 
@@ -45,16 +44,15 @@ async def test_a_burst_of_writes_costs_two_transport_calls(variant, certs) -> No
     n = 200
     async with serve(variant, certs) as listener:
         comm = await connect_to(variant, certs, listener.contact_address, timeout=WAIT)
-        spy = comm._protocol.transport = WriteSpy(comm._protocol.transport)
         try:
-            for i in range(n):
-                await comm.write({"i": i})  # never yields: under the high-water mark
-            assert len(spy.sizes) == 1
-            got = [await asyncio.wait_for(comm.read(), WAIT) for _ in range(n)]
-            assert got == [{"i": i} for i in range(n)]
-            assert len(spy.sizes) == 2, spy.sizes
+            with write_spy(comm) as spy:
+                for i in range(n):
+                    await comm.write({"i": i})  # never yields: under the high-water mark
+                assert len(spy.sizes) == 1
+                got = [await asyncio.wait_for(comm.read(), WAIT) for _ in range(n)]
+                assert got == [{"i": i} for i in range(n)]
+                assert len(spy.sizes) == 2, spy.sizes
         finally:
-            comm._protocol.transport = spy._real
             await comm.close()
 
 
@@ -81,38 +79,37 @@ async def test_a_burst_of_data_messages_in_the_fewest_transport_calls(
         comm = await connect_to(variant, certs, listener.contact_address, timeout=WAIT)
         assert comm._coalesce == coalesce  # the configured default
         uvloop = type(asyncio.get_running_loop()).__module__.startswith("uvloop")
-        spy = comm._protocol.transport = WriteSpy(comm._protocol.transport)
         try:
-            for i in range(n):
-                await comm.write({"i": i, "p": to_serialize(payloads[i])})
-                for j in range(3):
-                    await comm.write({"i": i, "j": j})
-            first = spy.calls[:]
-            got = [await asyncio.wait_for(comm.read(), WAIT) for _ in range(4 * n)]
-            data = [m for m in got if "p" in m]
-            assert [m["i"] for m in data] == list(range(n))
-            assert all(bytes(m["p"]) == payloads[m["i"]] for m in data)
-            assert [(m["i"], m["j"]) for m in got if "j" in m] == [
-                (i, j) for i in range(n) for j in range(3)
-            ]
-            assert sum(nb for _, call in first for nb in call) > size  # went through
-            batch = spy.calls[len(first):]
-            sizes = [nb for _, call in batch for nb in call]
-            assert sizes.count(size) == n - 1  # the large frames, never joined
-            small = [nb < coalesce for nb in sizes]
-            runs_joined = not any(a and b for a, b in zip(small, small[1:]))
-            if variant.tls:
-                assert [method for method, _ in batch] == ["writelines"]
-                assert runs_joined, sizes
-            elif uvloop:
-                assert [method for method, _ in batch] == ["writelines"]
-                assert not runs_joined  # writev takes the pieces as they are
-            else:
-                assert {method for method, _ in batch} == {"write"}
-                assert runs_joined, sizes
-                assert len(batch) == len(sizes) == 2 * (n - 1) + 1
+            with write_spy(comm) as spy:
+                for i in range(n):
+                    await comm.write({"i": i, "p": to_serialize(payloads[i])})
+                    for j in range(3):
+                        await comm.write({"i": i, "j": j})
+                first = spy.calls[:]
+                got = [await asyncio.wait_for(comm.read(), WAIT) for _ in range(4 * n)]
+                data = [m for m in got if "p" in m]
+                assert [m["i"] for m in data] == list(range(n))
+                assert all(bytes(m["p"]) == payloads[m["i"]] for m in data)
+                assert [(m["i"], m["j"]) for m in got if "j" in m] == [
+                    (i, j) for i in range(n) for j in range(3)
+                ]
+                assert sum(nb for _, call in first for nb in call) > size  # went through
+                batch = spy.calls[len(first):]
+                sizes = [nb for _, call in batch for nb in call]
+                assert sizes.count(size) == n - 1  # the large frames, never joined
+                small = [nb < coalesce for nb in sizes]
+                runs_joined = not any(a and b for a, b in zip(small, small[1:]))
+                if variant.tls:
+                    assert [method for method, _ in batch] == ["writelines"]
+                    assert runs_joined, sizes
+                elif uvloop:
+                    assert [method for method, _ in batch] == ["writelines"]
+                    assert not runs_joined  # writev takes the pieces as they are
+                else:
+                    assert {method for method, _ in batch} == {"write"}
+                    assert runs_joined, sizes
+                    assert len(batch) == len(sizes) == 2 * (n - 1) + 1
         finally:
-            comm._protocol.transport = spy._real
             await comm.close()
 
 
@@ -131,21 +128,20 @@ async def test_large_messages_over_tls_are_never_batched(variant, certs, size) -
     payloads = [bytes([i]) * size for i in range(n)]
     async with serve(variant, certs) as listener:
         comm = await connect_to(variant, certs, listener.contact_address, timeout=WAIT)
-        spy = comm._protocol.transport = WriteSpy(comm._protocol.transport)
         try:
-            calls_after = []
-            for i in range(n):
-                await comm.write({"i": i, "p": to_serialize(payloads[i])})
-                calls_after.append(len(spy.calls))
-            got = [await asyncio.wait_for(comm.read(), WAIT) for _ in range(n)]
-            assert [(m["i"], bytes(m["p"])) for m in got] == list(enumerate(payloads))
-            assert calls_after[0] > 0  # the first one went through
-            if variant.tls and size >= TLS_WRITE_THROUGH_MIN:
-                assert calls_after == [calls_after[0] * (i + 1) for i in range(n)]
-            else:
-                assert calls_after == [calls_after[0]] * n  # the rest were batched
+            with write_spy(comm) as spy:
+                calls_after = []
+                for i in range(n):
+                    await comm.write({"i": i, "p": to_serialize(payloads[i])})
+                    calls_after.append(len(spy.calls))
+                got = [await asyncio.wait_for(comm.read(), WAIT) for _ in range(n)]
+                assert [(m["i"], bytes(m["p"])) for m in got] == list(enumerate(payloads))
+                assert calls_after[0] > 0  # the first one went through
+                if variant.tls and size >= TLS_WRITE_THROUGH_MIN:
+                    assert calls_after == [calls_after[0] * (i + 1) for i in range(n)]
+                else:
+                    assert calls_after == [calls_after[0]] * n  # the rest were batched
         finally:
-            comm._protocol.transport = spy._real
             await comm.close()
 
 

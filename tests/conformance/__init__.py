@@ -18,7 +18,7 @@ from typing import Any
 
 #: The modules that hold checks, by area.
 MODULES = ("messages", "lifecycle", "closing", "serialization", "listening", "connecting",
-           "cycles")
+           "cycles", "writing")
 
 
 def modules() -> list[ModuleType]:
