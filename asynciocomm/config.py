@@ -58,6 +58,13 @@ def _bytes(value: str | int) -> int:
     return parse_bytes(value) if isinstance(value, str) else int(value)
 
 
+def max_frames(value: str | int, max_message: int) -> int:
+    """``max-frames``; "auto": as many as a message within ``max-message`` can
+    have (its header holds an 8-byte length per frame), so that no message
+    distributed can send within that bound is refused for its frame count."""
+    return max_message // 8 if value == "auto" else int(value)
+
+
 def load_settings() -> Settings:
     """Read and validate the current configuration."""
     def get(key: str) -> Any:
@@ -85,7 +92,7 @@ def load_settings() -> Settings:
         buffer_pool=_bytes(get("buffer-pool")),
         buffer_pool_min_size=_bytes(get("buffer-pool-min-size")),
         buffer_pool_idle=parse_timedelta(get("buffer-pool-idle"), default="seconds"),
-        max_frames=int(get("max-frames")),
+        max_frames=max_frames(get("max-frames"), _bytes(max_message)),
         max_message=_bytes(max_message),
         connect_timeout=parse_timedelta(
             dask.config.get("distributed.comm.timeouts.connect"), default="seconds"

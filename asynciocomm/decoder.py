@@ -35,6 +35,8 @@ The write side is :mod:`asynciocomm.encoder`.
 from __future__ import annotations
 
 import struct
+import sys
+from array import array
 from collections import deque
 
 import cython
@@ -92,6 +94,7 @@ class FrameDecoder:
     _tpos = cython.declare(cython.Py_ssize_t)
     _tend = cython.declare(cython.Py_ssize_t)
     _sizes = cython.declare(object)
+    _lengths = cython.declare(object)
     messages = cython.declare(object, visibility="readonly")
     queued_bytes = cython.declare(cython.Py_ssize_t, visibility="readonly")
 
@@ -100,7 +103,7 @@ class FrameDecoder:
         *,
         read_buffer: int = 256 * 1024,
         direct_read: int = 64 * 1024,
-        max_frames: int = 1 << 20,
+        max_frames: int | None = None,
         max_message: int = 1 << 40,
         allocate: Allocator | None = None,
     ) -> None:
@@ -113,7 +116,8 @@ class FrameDecoder:
         self._state = _S_PRELUDE
         self._need = 16  # contiguous bytes from _start the current state waits for
         self._direct_read = direct_read
-        self._max_frames = max_frames
+        # As many as a header within max_message can list (8 bytes a frame).
+        self._max_frames = max_message // _U64 if max_frames is None else max_frames
         self._max_message = max_message
         self._allocate = allocate or default_allocator()
         self._prefix = 0
@@ -127,6 +131,8 @@ class FrameDecoder:
         self._target: memoryview | None = None
         self._tpos = 0
         self._tend = 0
+        # The lengths of a header too large for the receive buffer, as they arrive.
+        self._lengths: array[int] | None = None
         self.messages: deque[list[memoryview] | bytearray] = deque()
         self._sizes: deque[int] = deque()
         self.queued_bytes = 0
@@ -213,6 +219,7 @@ class FrameDecoder:
     def _fail(self, msg: str) -> ProtocolError:
         self._state = _S_FAILED
         self._target = None
+        self._lengths = None
         return ProtocolError(msg)
 
     @cython.cfunc
@@ -278,18 +285,19 @@ class FrameDecoder:
                     self._nframes = nframes
                     self._state = _S_LENGTHS
                     if need > self._cap // 2:
-                        # A header too large for the receive buffer gets its own
-                        # buffer; nframes already passed max_frames.
-                        self._start = start
-                        self._end = end
-                        self._begin_target(need)
-                        start = self._start
-                        end = self._end
-                        if self._target is not None:
-                            return
-                        continue
+                        # A header too large for the receive buffer: its lengths
+                        # are taken as they arrive, so what it holds grows with
+                        # what the peer really sent, never with what it claims.
+                        self._lengths = array("Q")
+                        need = _U64
                     self._need = need
                 elif state == _S_LENGTHS:
+                    if self._lengths is not None:
+                        start = self._take_lengths(start, end)
+                        if self._lengths is not None:
+                            self._need = _U64
+                            return
+                        continue
                     need = _U64 * self._nframes
                     if end - start < need:
                         self._need = need
@@ -307,6 +315,25 @@ class FrameDecoder:
                 start = end = 0
             self._start = start
             self._end = end
+
+    @cython.cfunc
+    def _take_lengths(self, start: cython.Py_ssize_t, end: cython.Py_ssize_t) -> cython.Py_ssize_t:
+        """Take the whole lengths received of a large header; plan the message
+        once all have arrived. Returns the new start."""
+        lengths = self._lengths
+        assert lengths is not None
+        take: cython.Py_ssize_t = min(end - start, _U64 * (self._nframes - len(lengths)))
+        take -= take % _U64
+        if take:
+            part = array("Q", bytes(self._view[start : start + take]))
+            if sys.byteorder == "big":
+                part.byteswap()  # the wire is little-endian
+            lengths.extend(part)
+            start += take
+        if len(lengths) == self._nframes:
+            self._lengths = None
+            self._plan(lengths)
+        return start
 
     @cython.cfunc
     def _check_prelude(self, prefix: int, nframes: int) -> None:
@@ -389,10 +416,7 @@ class FrameDecoder:
         target = self._target
         assert target is not None
         self._target = None
-        if self._state == _S_LENGTHS:
-            self._plan(struct.unpack(f"<{self._nframes}Q", target))
-        else:
-            self._complete_block(target)
+        self._complete_block(target)
 
     @cython.cfunc
     def _complete_block(self, block: bytearray | memoryview) -> None:

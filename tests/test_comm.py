@@ -6,14 +6,16 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+from typing import Any
 
 import dask
 import numpy as np
 import pytest
 from distributed.comm.core import CommClosedError
 from distributed.comm.utils import to_frames
-from distributed.protocol import to_serialize
+from distributed.protocol import dask_deserialize, dask_serialize, to_serialize
 
+from tests.certs import Certs
 from tests.helpers_net import WAIT
 from tests.variants import OURS, OWN, connect_to, serve, variant_fixture
 
@@ -99,6 +101,44 @@ async def test_more_frames_than_max_frames_closes_the_comm(variant, certs) -> No
             await comm2.write({"ok": [to_serialize(np.zeros(1)) for _ in range(10)]})
             assert len((await asyncio.wait_for(comm2.read(), WAIT))["ok"]) == 10
             await comm2.close()
+
+
+class ManyFrames:
+    """A value whose serializer gives ``n`` one-byte frames."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+
+@dask_serialize.register(ManyFrames)
+def _serialize_many(x: ManyFrames) -> tuple[dict[str, Any], list[bytes]]:
+    return {"n": x.n}, [b"%d" % (i % 10) for i in range(x.n)]
+
+
+@dask_deserialize.register(ManyFrames)
+def _deserialize_many(header: dict[str, Any], frames: list[Any]) -> tuple[int, bool]:
+    return len(frames), all(bytes(f) == b"%d" % (i % 10) for i, f in enumerate(frames))
+
+
+async def test_a_message_of_more_than_a_million_frames_is_delivered(certs: Certs) -> None:
+    """distributed sends such messages (a get_data reply of half a million small
+    arrays has two frames each), and the stock comm delivers them: no
+    frame-count bound may refuse them by default. Plain asyncio:// only, as the
+    frame count is the decoder's, whatever the transport (its unit tests cover
+    the rest)."""
+    n = (1 << 20) + 1000
+
+    async def handler(comm: Any) -> None:
+        await comm.write(await comm.read())  # the deserialized (count, intact)
+
+    async with serve(ASYNCIO, certs, handler) as listener:
+        comm = await connect_to(ASYNCIO, certs, listener.contact_address)
+        try:
+            await comm.write({"v": to_serialize(ManyFrames(n))})
+            got = await asyncio.wait_for(comm.read(), WAIT)
+            assert list(got["v"]) == [n, True], got
+        finally:
+            await comm.close()
 
 
 async def echo_until_error(comm) -> None:

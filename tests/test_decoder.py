@@ -140,9 +140,43 @@ def test_small_shared_frames_share_one_buffer(impl) -> None:
     assert out[0].obj is out[1].obj is out[2].obj
 
 
-def test_header_larger_than_read_buffer(impl) -> None:
+@pytest.mark.parametrize("mode", ["whole", "bytewise", "odd-cuts"])
+def test_header_larger_than_read_buffer(mode: str, impl) -> None:
     frames = [b"%d" % (i % 10) for i in range(500)]  # 4 KiB of lengths
-    assert decode_all(wire(frames, impl), impl=impl) == [frames]
+    data = wire(frames, impl) * 2
+    splits = {"whole": None, "bytewise": list(range(len(data))),
+              "odd-cuts": list(range(3, len(data), 13))}[mode]
+    assert decode_all(data, splits, impl=impl) == [frames, frames]
+
+
+def test_a_claimed_header_holds_only_what_arrived(impl) -> None:
+    """A header that claims a hundred million frames (800 MB of lengths, within
+    the bounds) allocates nothing for them: its lengths are kept as they arrive."""
+    import tracemalloc
+
+    allocations: list[int] = []
+
+    def alloc(n: int) -> memoryview:
+        allocations.append(n)
+        return memoryview(bytearray(n))
+
+    n = 10**8
+    dec = impl.FrameDecoder(**SMALL, max_frames=2 * n, max_message=2**40, allocate=alloc)
+    tracemalloc.start()
+    try:
+        dec.feed(struct.pack("<QQ", 8 + 8 * n, n) + struct.pack("<100Q", *([0] * 100)))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert allocations == [] and peak < 1 << 20, (allocations, peak)
+    assert not dec.messages and not dec.at_boundary
+
+
+def test_more_than_a_million_frames_are_decoded(impl) -> None:
+    frames = [b"", b"ab"] * ((1 << 20) // 2 + 7)
+    out = decode_all(wire(frames, impl), impl=impl, read_buffer=256 * 1024,
+                     direct_read=64 * 1024)
+    assert out == [frames]
 
 
 @pytest.mark.parametrize(

@@ -198,3 +198,4 @@ async def check_tls_extra_info(variant: Variant, certs: Certs) -> None:
         cipher, proto, bits = info["cipher"]
         assert proto.startswith("TLS") and bits >= 128
         await comm.close()
+
