@@ -56,16 +56,15 @@ def _known_params() -> list[object]:
     out = []
     for case in KNOWN:
         for pair in case.pairs:
-            marks = ([pytest.mark.xfail(strict=True, reason=f"issue 16 item {case.item}: "
-                                        f"{case.title}")]
-                     if case.item in OPEN_BUGS else [])
-            out.append(pytest.param(case.seq, case.item, pair, marks=marks,
-                                    id=f"item{case.item}-{case.seq.setup}-on-{pair}"))
+            marks = ([pytest.mark.xfail(strict=True, reason=f"{case.name}: {case.title}")]
+                     if case.name in OPEN_BUGS else [])
+            out.append(pytest.param(case.seq, case.name, pair, marks=marks,
+                                    id=f"{case.name}-{case.seq.setup}-on-{pair}"))
     return out
 
 
-@pytest.mark.parametrize(("seq", "item", "pair"), _known_params())
-async def test_known_divergences(seq: Sequence, item: int, pair: str, certs: Certs) -> None:
-    """Each known divergence's minimal sequence, checked strictly for its item
-    (the other open items stay masked, so each case shows one bug only)."""
-    await check(PAIRS[pair][:2], seq, certs, OPEN_BUGS - {item}, KNOWN_WAIT)
+@pytest.mark.parametrize(("seq", "name", "pair"), _known_params())
+async def test_known_divergences(seq: Sequence, name: str, pair: str, certs: Certs) -> None:
+    """Each known divergence's minimal sequence, checked strictly for it (the
+    other open ones stay masked, so each case shows one bug only)."""
+    await check(PAIRS[pair][:2], seq, certs, OPEN_BUGS - {name}, KNOWN_WAIT)

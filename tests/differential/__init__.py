@@ -20,17 +20,20 @@ WAIT = 5.0
 
 
 async def run_variant(variant: Variant, seq: Sequence, certs: Certs,
-                      open_bugs: frozenset[int], wait: float = WAIT) -> Trace:
+                      open_bugs: frozenset[str], wait: float = WAIT) -> Trace:
     """``seq`` on a fresh pair of ``variant`` (its takeover installed meanwhile)."""
     with variant.active():
         return await run_sequence(seq, variant.scheme, variant.listen_args(certs),
                                   variant.connect_args(certs), wait=wait,
-                                  open_bugs=open_bugs)
+                                  open_bugs=open_bugs, gc_check=variant.ours)
 
 
 async def check(names: tuple[str, ...], seq: Sequence, certs: Certs,
-                open_bugs: frozenset[int], wait: float = WAIT) -> None:
-    """Run ``seq`` on each variant; every trace must match the first one's."""
+                open_bugs: frozenset[str], wait: float = WAIT) -> None:
+    """Run ``seq`` on each variant; every trace must match the first one's, and
+    asynciocomm's runs must leave nothing of theirs in reference cycles."""
     traces = {n: await run_variant(BY_NAME[n], seq, certs, open_bugs, wait) for n in names}
     problems = {n: differences(traces[names[0]], traces[n]) for n in names[1:]}
+    for n in names[1:]:
+        problems[n] += [f"left in reference cycles: {c}" for c in traces[n].cycles]
     assert not any(problems.values()), report(seq, traces, problems)

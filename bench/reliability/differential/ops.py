@@ -26,12 +26,19 @@ SIDES: tuple[Side, Side] = ("A", "B")
 #: Pair set-ups. ``plain``: listen, connect, keep the listener. ``stop``:
 #: ``listener.stop()`` while a connect is in flight and the server side is in
 #: distributed's handshake. ``ctx``: ``async with listen(...)`` exited at that
-#: moment (the pattern of issue 16 item 3). See runner._until_handshaking.
+#: moment. See runner._until_handshaking.
 SETUPS = ("plain", "stop", "ctx")
-#: Message kinds (see :func:`make_message`).
-KINDS = ("dict", "list", "str", "array", "frames", "serialized", "bytes")
+#: Message kinds (see :func:`make_message`). ``strided``: a buffer that is not
+#: C-contiguous, from a custom serializer. ``large-after-X``: a value of kind X,
+#: then an array above distributed's offload threshold (the message is
+#: serialized in a thread); ``large-then-to-pickle``: the other order.
+KINDS = ("dict", "list", "str", "array", "frames", "serialized", "bytes", "strided",
+         "large-after-to-pickle", "large-after-pickled", "large-after-serialized",
+         "large-after-set", "large-then-to-pickle")
 #: Kinds whose size is a parameter; the others are a few dozen bytes.
-SIZED = frozenset({"array", "frames", "serialized", "bytes"})
+SIZED = frozenset({"array", "frames", "serialized", "bytes", "strided"})
+#: Kinds above the offload threshold, whose writes suspend on every comm.
+OFFLOADED = frozenset(k for k in KINDS if k.startswith("large-"))
 
 #: An abort or reset may lose what it leaves in user-space or kernel buffers, and
 #: how much that is depends on timing on the stock comm (how far its last write
@@ -93,8 +100,33 @@ class Reset(_OnSide):
     """SO_LINGER 0 on the raw socket, then ``comm.abort()``: the peer gets a RST."""
 
 
-Op = Union[Write, Read, CancelRead, DoubleRead, Close, Abort, Reset]
-OPS = (Write, Read, CancelRead, DoubleRead, Close, Abort, Reset)
+@dataclass(frozen=True)
+class CancelWrite:
+    """``comm.write(make_message(kind, size, seq))`` started as a task and
+    cancelled after one loop turn."""
+
+    side: Side
+    kind: str = "dict"
+    size: int = 0
+
+
+class Writers(_OnSide):
+    """Concurrent writers: one task writes an 8 MiB array then a dict, another,
+    started once the first has begun, writes a dict. Messages must arrive in
+    the order ``write()`` was called."""
+
+
+class WritesThenClose(_OnSide):
+    """Two writers started (an 8 MiB array, then a dict), then ``close()``: it
+    delivers both."""
+
+
+Op = Union[Write, Read, CancelRead, DoubleRead, Close, Abort, Reset, CancelWrite, Writers,
+           WritesThenClose]
+OPS = (Write, Read, CancelRead, DoubleRead, Close, Abort, Reset, CancelWrite, Writers,
+       WritesThenClose)
+#: The array the Writers and WritesThenClose steps write first.
+WRITERS_LARGE = 8 << 20
 
 
 @dataclass(frozen=True)
@@ -112,16 +144,52 @@ class Sequence:
 def op_text(op: Op) -> str:
     """Short form of an operation for traces: ``A.write(array, 65536)``."""
     name = type(op).__name__.lower()
+    if isinstance(op, CancelWrite):
+        args = op.kind if op.kind not in SIZED else f"{op.kind}, {op.size}"
+        return f"{op.side}.cancelwrite({args})"
     if isinstance(op, Write):
         args = op.kind if op.kind not in SIZED else f"{op.kind}, {op.size}"
         return f"{op.side}.write({args})"
     return f"{op.side}.{name}()"
 
 
+class Strided:
+    """A value whose serializer gives a buffer that is not C-contiguous (every
+    other byte of an array), as a user's serializer may."""
+
+    def __init__(self, data: Any) -> None:
+        self.data = data
+
+
+_STRIDED_REGISTERED = False
+
+
+def _register_strided() -> None:
+    global _STRIDED_REGISTERED
+    if _STRIDED_REGISTERED:
+        return
+    from distributed.protocol import dask_deserialize, dask_serialize
+
+    dask_serialize.register(Strided)(lambda x: ({}, [memoryview(x.data)]))
+    dask_deserialize.register(Strided)(
+        lambda header, frames: bytes(memoryview(frames[0]).cast("B")))
+    _STRIDED_REGISTERED = True
+
+
+def large_size() -> int:
+    """An array size above distributed's offload threshold."""
+    from distributed.comm.utils import OFFLOAD_THRESHOLD
+
+    return int(OFFLOAD_THRESHOLD or 10 << 20) + (1 << 20)
+
+
 def make_message(kind: str, size: int, seq: int) -> Any:
     """The message of a Write step: deterministic content from (kind, size, seq)."""
+    import pickle
+
     import numpy as np
     from distributed.protocol import Serialized, serialize, to_serialize
+    from distributed.protocol.serialize import Pickled, ToPickle
 
     if kind == "dict":
         return {"op": "msg", "seq": seq, "x": [1, 2.5, "s", None, b"b"]}
@@ -129,6 +197,16 @@ def make_message(kind: str, size: int, seq: int) -> Any:
         return [seq, "list", 1, 2, 3]
     if kind == "str":
         return f"message {seq}"
+    if kind.startswith("large-"):
+        big = to_serialize((np.arange(large_size(), dtype=np.uint64) + seq).astype(np.uint8))
+        first = {"large-after-to-pickle": ToPickle(np.arange(100.0) + seq),
+                 "large-after-pickled": Pickled({"pickled-obj": pickle.dumps(seq)}, []),
+                 "large-after-serialized": Serialized(*serialize(b"s%d" % seq)),
+                 "large-after-set": {seq, -1},
+                 "large-then-to-pickle": ToPickle(np.arange(100.0) + seq)}[kind]
+        if kind == "large-then-to-pickle":
+            return {"seq": seq, "a": big, "b": first}
+        return {"seq": seq, "b": first, "a": big}
     data = (np.arange(size, dtype=np.uint64) * 2654435761 + seq).astype(np.uint8)
     if kind == "array":
         return {"seq": seq, "a": to_serialize(data)}
@@ -139,11 +217,33 @@ def make_message(kind: str, size: int, seq: int) -> Any:
         return {"seq": seq, "s": Serialized(*serialize(data.tobytes()))}
     if kind == "bytes":
         return {"seq": seq, "b": data.tobytes()}
+    if kind == "strided":
+        _register_strided()
+        return {"seq": seq, "v": to_serialize(Strided(np.repeat(data, 2)[::2]))}
     raise ValueError(f"unknown message kind {kind!r}")
 
 
-def message_bytes(op: Write) -> int:
+def seq_of(value: Any) -> int | None:
+    """The sequence number a message read back carries (see make_message)."""
+    if isinstance(value, dict):
+        return value.get("seq")
+    if isinstance(value, (list, tuple)) and value and isinstance(value[0], int):
+        return value[0]
+    if isinstance(value, str) and value.startswith("message "):
+        return int(value.split()[1])
+    return None
+
+
+def refused(kind: str, size: int) -> bool:
+    """Whether the stock comm's write() raises for this message before sending
+    anything: a buffer that is not C-contiguous in a message its writer joins."""
+    return kind == "strided" and size < 64 * 1024
+
+
+def message_bytes(op: Write | CancelWrite) -> int:
     """Payload bytes of a Write (what the model counts toward its bounds)."""
+    if op.kind in OFFLOADED:
+        return large_size()
     return op.size if op.kind in SIZED else 64
 
 
@@ -151,6 +251,10 @@ def message_bytes(op: Write) -> int:
 class SideState:
     ended: bool = False  # closed, aborted, reset, or failed: closed() is True
     unread: list[int] = field(default_factory=list)  # sizes written to it, not read
+    # A cancelled write to this side may or may not have been accepted (a comm
+    # with flow control may still have been waiting its turn): what it reads
+    # depends on that, so only the final drain reads it.
+    uncertain: bool = False
 
 
 @dataclass
@@ -163,6 +267,19 @@ class Model:
     def copy(self) -> Model:
         return Model({s: dataclasses.replace(st, unread=list(st.unread))
                       for s, st in self.sides.items()})
+
+    @staticmethod
+    def written(op: Op) -> list[int]:
+        """Sizes of the messages ``op`` writes, as stock delivers them."""
+        if isinstance(op, (Writers, WritesThenClose)):
+            return [WRITERS_LARGE, 64] if isinstance(op, WritesThenClose) else [WRITERS_LARGE, 64, 64]
+        if isinstance(op, (Write, CancelWrite)):
+            if refused(op.kind, op.size):
+                return []
+            if isinstance(op, CancelWrite) and op.kind in OFFLOADED:
+                return []  # cancelled while it is serialized in the offload thread
+            return [message_bytes(op)]
+        return []
 
     def peer_ended(self, side: Side) -> bool:
         return self.sides[other(side)].ended
@@ -190,31 +307,40 @@ class Model:
         st = self.sides[side]
         return not st.ended and self.peer_ended(side) and bool(st.unread)
 
-    def allowed(self, op: Op, open_bugs: frozenset[int] = frozenset()) -> bool:
+    def allowed(self, op: Op, open_bugs: frozenset[str] = frozenset()) -> bool:
         """Whether the generator may offer ``op`` now (its stock outcome is fixed).
 
-        ``open_bugs`` are issue 16 items not fixed yet: operations that run into
-        them are left out, so the property test checks everything else
+        ``open_bugs`` names the known divergences not fixed yet
+        (``known.OPEN_BUGS``): operations that run into them are left out, so the property test checks everything else
         (their minimal repros run strictly in ``test_known_divergences``).
         """
         side = op.side
         me, peer = self.sides[side], self.sides[other(side)]
-        if isinstance(op, Write):
+        if isinstance(op, (Write, CancelWrite, Writers)) or (
+                isinstance(op, WritesThenClose) and me.ended):
             # A write to a peer that has ended succeeds or fails depending on
             # whether its RST came back yet: not offered.
             if me.ended:
                 return True
             if peer.ended:
                 return False
-            limit = UNREAD_CAP if 4 not in open_bugs else 1024 * 1024
-            return sum(peer.unread) + message_bytes(op) <= limit
+            limit = UNREAD_CAP if "write-waits-for-reader" not in open_bugs else 1024 * 1024
+            return sum(peer.unread) + sum(self.written(op)) <= limit
+        if isinstance(op, (Read, CancelRead, DoubleRead)) and me.uncertain and not me.ended:
+            return False
         if isinstance(op, Read):
             return me.ended or not self.quiet(side)
+        if isinstance(op, WritesThenClose):
+            # A write and a close: the write rule, then the close rule below.
+            limit = UNREAD_CAP if "write-waits-for-reader" not in open_bugs else 1024 * 1024
+            if peer.ended or sum(peer.unread) + sum(self.written(op)) > limit:
+                return False
+            return not me.unread
         if isinstance(op, (CancelRead, DoubleRead)):
             # Both end in an abort of the comm: the abort rule below applies too.
             if me.ended or not self.quiet(side):
                 return False
-            if isinstance(op, DoubleRead) and 5 in open_bugs:
+            if isinstance(op, DoubleRead) and "second-read" in open_bugs:
                 return False
         elif me.ended:
             return True  # Close, Abort, Reset of an ended comm: no-ops
@@ -223,7 +349,7 @@ class Model:
         # An abort, a reset, a cancelled or double read (they abort), and a close
         # with unread bytes in the receive queue (the kernel then answers close()
         # with a RST, dropping its unsent data).
-        if 2 in open_bugs and peer.unread and not isinstance(op, Close):
+        if "written-before-abort" in open_bugs and peer.unread and not isinstance(op, Close):
             return False
         return sum(peer.unread) <= ABORT_SAFE_BYTES
 
@@ -231,9 +357,14 @@ class Model:
         """Advance the model past ``op`` as stock would run it."""
         side = op.side
         me, peer = self.sides[side], self.sides[other(side)]
-        if isinstance(op, Write):
+        if isinstance(op, (Write, CancelWrite, Writers, WritesThenClose)):
             if not me.ended:
-                peer.unread.append(message_bytes(op))
+                peer.unread += self.written(op)
+                if isinstance(op, CancelWrite):
+                    peer.uncertain = True
+            if isinstance(op, WritesThenClose):
+                me.ended = True
+                me.unread.clear()
         elif isinstance(op, Read):
             if me.unread and not me.ended:
                 me.unread.pop(0)

@@ -18,8 +18,11 @@ recorded as ``hang``, its task cancelled, and the run goes on.
 from __future__ import annotations
 
 import asyncio
+import gc
+import os
 import socket
 import struct
+import types
 import zlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,9 +30,11 @@ from typing import Any
 from distributed.comm import connect, listen
 from distributed.comm.core import Comm, CommClosedError, FatalCommClosedError
 
-from bench.reliability.differential.ops import (SIDES, Abort, CancelRead, Close, DoubleRead, Model,
-                                    Op, Read, Reset, Sequence, Write, make_message,
-                                    op_text)
+from bench.reliability.differential.ops import (SIDES, WRITERS_LARGE, Abort, CancelRead,
+                                                CancelWrite, Close, DoubleRead, Model, Op,
+                                                Read, Reset, Sequence, Write, Writers,
+                                                WritesThenClose, make_message, op_text,
+                                                other, seq_of)
 
 HANG = "hang"
 #: Outcomes of a read that end a drain (anything else is a value).
@@ -60,8 +65,13 @@ class Trace:
     handed: bool = True
     steps: list[tuple[str, str, str]] = field(default_factory=list)
     received: dict[str, list[str]] = field(default_factory=lambda: {"A": [], "B": []})
+    #: The sequence number of each message in ``received`` (None: not a message).
+    received_seqs: dict[str, list[int | None]] = field(
+        default_factory=lambda: {"A": [], "B": []})
     ending: list[str] = field(default_factory=list)
     details: list[str] = field(default_factory=list)
+    #: Garbage left in reference cycles through asynciocomm (see cyclic_garbage).
+    cycles: list[str] = field(default_factory=list)
 
     def key(self) -> tuple[Any, ...]:
         return (self.setup, self.connect, self.handed, tuple(self.steps),
@@ -72,6 +82,8 @@ class Trace:
         out += [f"{op:<28} -> {res:<40} closed {cl}" for op, res, cl in self.steps]
         out += [f"drain {s}: {', '.join(self.received[s]) or '-'}" for s in SIDES]
         out += [f"ending: {', '.join(self.ending) or '-'}"]
+        if self.cycles:
+            out += [f"left in reference cycles: {', '.join(self.cycles)}"]
         return out
 
 
@@ -131,10 +143,21 @@ class _Run:
         except BaseException as exc:  # noqa: BLE001 (the outcome is recorded)
             self.trace.details.append(f"{what}: {type(exc).__name__}: {exc}")
             return category(exc), exc
+        finally:
+            # A task that failed holds its exception, whose traceback holds this
+            # frame: dropping the task here keeps the harness from making a
+            # reference cycle of its own through the comm under test.
+            aw = None
 
     async def read(self, comm: Comm, what: str) -> str:
+        return (await self.read_seq(comm, what))[0]
+
+    async def read_seq(self, comm: Comm, what: str) -> tuple[str, int | None]:
+        """A read's outcome and the sequence number of the message read."""
         status, value = await self.bounded(comm.read(), what)
-        return normalize(value) if status == "ok" else status
+        if status != "ok":
+            return status, None
+        return normalize(value), seq_of(value)
 
 
 def raw_socket(comm: Comm) -> Any:
@@ -224,6 +247,14 @@ async def _step(op: Op, comm: Comm, seqno: int, run: _Run,
         second = await run.read(comm, what + " second")
         status, value = await run.bounded(first, what + " first")
         return f"{normalize(value) if status == 'ok' else status} | {second}"
+    if isinstance(op, CancelWrite):
+        task = asyncio.ensure_future(comm.write(make_message(op.kind, op.size, seqno)))
+        await asyncio.sleep(0)  # the write has begun
+        task.cancel()
+        status, _ = await run.bounded(task, what)
+        return status
+    if isinstance(op, (Writers, WritesThenClose)):
+        return await _writers(op, comm, seqno, run, closes)
     if isinstance(op, Close):
         closes.append((what, asyncio.ensure_future(comm.close())))
         await asyncio.sleep(0)
@@ -236,7 +267,36 @@ async def _step(op: Op, comm: Comm, seqno: int, run: _Run,
     return "ok"
 
 
-def _closed(comms: dict[str, Comm | None], model: Model, open_bugs: frozenset[int],
+async def _writers(op: Writers | WritesThenClose, comm: Comm, seqno: int, run: _Run,
+                   closes: list[tuple[str, asyncio.Future[Any]]]) -> str:
+    """Concurrent writers (see ops.Writers, ops.WritesThenClose). Their messages
+    carry ``seqno``, in the order they are written. The outcome lists each
+    write's status; any order other than the call order is reported."""
+    called: list[int] = []
+
+    async def write(tag: int) -> None:
+        msg = make_message("array" if tag == 1 else "dict", WRITERS_LARGE, seqno)
+        msg["w"] = tag
+        called.append(tag)
+        await comm.write(msg)
+
+    async def first() -> None:
+        await write(1)
+        if isinstance(op, Writers):
+            await write(3)
+
+    tasks = [asyncio.ensure_future(first())]
+    await asyncio.sleep(0)  # the first writer has begun
+    tasks.append(asyncio.ensure_future(write(2)))
+    if isinstance(op, WritesThenClose):
+        await asyncio.sleep(0)
+        closes.append((op_text(op) + " close", asyncio.ensure_future(comm.close())))
+    results = [(await run.bounded(t, f"{op_text(op)} writer {i}"))[0]
+               for i, t in enumerate(tasks)]
+    return f"{' '.join(results)} order {called}"
+
+
+def _closed(comms: dict[str, Comm | None], model: Model, open_bugs: frozenset[str],
             run: _Run, what: str) -> str:
     marks = []
     for s in SIDES:
@@ -246,7 +306,7 @@ def _closed(comms: dict[str, Comm | None], model: Model, open_bugs: frozenset[in
             continue
         value = "T" if comm.closed() else "F"
         free = model.closed_is_free(s) or (
-            1 in open_bugs and model.peer_ended(s) and not model.sides[s].ended)
+            "closed-on-fin-while-unread" in open_bugs and model.peer_ended(s) and not model.sides[s].ended)
         if free:
             run.trace.details.append(f"{what}: closed() of {s} masked, was {value}")
         # '*': messages are unread after the peer's end (compare.SAFER).
@@ -265,8 +325,9 @@ async def _drain(comms: dict[str, Comm | None], model: Model, run: _Run,
         if comm is None or st.ended:
             continue
         for _ in range(len(st.unread) + model.peer_ended(s)):
-            got = await run.read(comm, f"drain {s}")
+            got, seq = await run.read_seq(comm, f"drain {s}")
             run.trace.received[s].append(got)
+            run.trace.received_seqs[s].append(seq)
             if got in NOT_VALUES:
                 break
         st.ended = st.ended or model.peer_ended(s)
@@ -276,17 +337,61 @@ async def _drain(comms: dict[str, Comm | None], model: Model, run: _Run,
         closes.append(("final A.close()", asyncio.ensure_future(a.close())))
     if b is not None and not model.sides["B"].ended:
         if a is not None:
-            run.trace.received["B"].append(await run.read(b, "drain B after A closed"))
+            got, seq = await run.read_seq(b, "drain B after A closed")
+            run.trace.received["B"].append(got)
+            run.trace.received_seqs["B"].append(seq)
         closes.append(("final B.close()", asyncio.ensure_future(b.close())))
     for what, task in closes:
         status, _ = await run.bounded(task, what)
         run.trace.ending.append(f"{what} {status}")
 
 
+def cyclic_garbage() -> list[str]:
+    """What ``gc.collect()`` finds now that belongs to asynciocomm: its objects,
+    frames of its code, and memoryviews (with their exporter in one cycle,
+    CPython's collector cannot clear them). Other libraries' cycles (the loop's
+    transports, tornado's) are not this check's concern."""
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        gc.collect()
+        found = set()
+        for obj in gc.garbage:
+            if isinstance(obj, types.FrameType):
+                if f"{os.sep}asynciocomm{os.sep}" in obj.f_code.co_filename:
+                    found.add(f"frame of {obj.f_code.co_name}")
+            elif isinstance(obj, memoryview):
+                found.add("memoryview")
+            elif type(obj).__module__.startswith("asynciocomm"):
+                found.add(type(obj).__name__)
+        return sorted(found)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+
+
 async def run_sequence(seq: Sequence, scheme: str, listen_args: dict[str, Any] | None = None,
                        connect_args: dict[str, Any] | None = None, *, wait: float = 10.0,
-                       open_bugs: frozenset[int] = frozenset()) -> Trace:
-    """Run ``seq`` on a fresh pair of ``scheme`` and return its trace."""
+                       open_bugs: frozenset[str] = frozenset(),
+                       gc_check: bool = False) -> Trace:
+    """Run ``seq`` on a fresh pair of ``scheme`` and return its trace. With
+    ``gc_check``, the collector is off meanwhile and ``Trace.cycles`` says
+    what it would have had to collect of asynciocomm's afterwards."""
+    if not gc_check:
+        return await _run_sequence(seq, scheme, listen_args, connect_args, wait, open_bugs)
+    gc.collect()
+    gc.disable()
+    try:
+        trace = await _run_sequence(seq, scheme, listen_args, connect_args, wait, open_bugs)
+        await asyncio.sleep(SETTLE_AFTER_END)  # the aborted transports report their end
+        trace.cycles = cyclic_garbage()
+    finally:
+        gc.enable()
+    return trace
+
+
+async def _run_sequence(seq: Sequence, scheme: str, listen_args: dict[str, Any] | None,
+                        connect_args: dict[str, Any] | None, wait: float,
+                        open_bugs: frozenset[str]) -> Trace:
     run = _Run(Trace(seq.setup), wait)
     comms = await _open_pair(seq, scheme, listen_args or {}, connect_args or {}, run)
     closes: list[tuple[str, asyncio.Future[Any]]] = []
@@ -297,7 +402,11 @@ async def run_sequence(seq: Sequence, scheme: str, listen_args: dict[str, Any] |
             what = op_text(op)
             result = "no comm" if comm is None else await _step(op, comm, seqno, run, closes)
             model.apply(op)
-            if not isinstance(op, (Write, Read)):
+            written = len(Model.written(op))
+            if isinstance(op, CancelWrite) and result == "CancelledError" and written:
+                # Cancelled before it was accepted: nothing of it was sent.
+                del model.sides[other(op.side)].unread[-written:]
+            if not isinstance(op, (Write, Read, CancelWrite, Writers)):
                 await asyncio.sleep(SETTLE_AFTER_END)
             run.trace.steps.append((what, result, _closed(comms, model, open_bugs, run, what)))
         await _drain(comms, model, run, closes)
