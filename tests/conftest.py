@@ -17,6 +17,9 @@ import pytest
 from distributed.config import get_loop_factory
 
 LOOPS = ("asyncio", "uvloop")
+#: tests/harness runs in a pytest process of its own (tests/test_harness.py),
+#: which sets ASYNCIOCOMM_HARNESS.
+collect_ignore = [] if os.environ.get("ASYNCIOCOMM_HARNESS") else ["harness"]
 
 
 def _make_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop]:
