@@ -7,8 +7,13 @@ takeover of ``tcp://``/``tls://`` by asynciocomm, and the stock Tornado ``tcp`` 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import fcntl
+import select
 import socket
+import struct
+import termios
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -118,3 +123,48 @@ def raw_socket(comm: Comm) -> socket.socket | Any:
     if protocol is not None:
         return protocol.transport.get_extra_info("socket")
     return comm.stream.socket  # type: ignore[attr-defined]
+
+
+#: Upper bound of :func:`until_peer_closed`'s wait.
+PEER_CLOSED_WAIT = 30.0
+
+
+#: Loop iterations :func:`until_peer_closed` gives a transport that reads on
+#: its own to take what the kernel holds (a stock comm reads only when asked).
+DRAIN_TURNS = 50
+
+
+def _socket_state(comm: Comm) -> tuple[bool, int] | None:
+    """(the peer's FIN is in the kernel, bytes the kernel holds unread), or None
+    once the transport has let go of its socket (it saw the end)."""
+    try:
+        fd = raw_socket(comm).fileno()
+    except AttributeError:
+        return None
+    if fd < 0:  # closed on the peer's end (a TLS transport closes itself)
+        return None
+    poller = select.poll()
+    poller.register(fd, select.POLLRDHUP)
+    hung_up = any(ev & select.POLLRDHUP for _, ev in poller.poll(0))
+    unread = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0]
+    return hung_up, unread
+
+
+async def until_peer_closed(comm: Comm) -> None:
+    """Wait (bounded) until the peer's FIN has reached ``comm``'s socket; then let
+    the loop turn until a transport that reads on its own has taken every byte,
+    the end included. The comm has then the peer's close at hand (stock's, which
+    reads only when asked, in the kernel), whatever the machine's load."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + PEER_CLOSED_WAIT
+    while (state := _socket_state(comm)) is not None and not state[0]:
+        if loop.time() > deadline:
+            raise AssertionError("the peer's close did not arrive")
+        await asyncio.sleep(0.005)
+    for _ in range(DRAIN_TURNS):
+        state = _socket_state(comm)
+        if state is None or not state[1]:
+            break
+        await asyncio.sleep(0)
+    for _ in range(4):  # the end is read in the loop's next iterations
+        await asyncio.sleep(0)

@@ -20,7 +20,7 @@ from distributed.protocol import to_serialize
 from distributed.protocol.serialize import Serialize
 
 from tests.certs import Certs
-from tests.variants import Variant, connect_to, serve
+from tests.variants import Variant, connect_to, serve, until_peer_closed
 
 #: Upper bound for any single wait in these checks (a hang fails, never blocks CI).
 WAIT = 30
@@ -52,10 +52,13 @@ async def check_server_handles_requests_pipelined_before_close(
     """Item 16.1: requests that arrived before the peer's FIN are all handled:
     ``closed()`` stays False while complete messages remain unread."""
     seen: list[int] = []
+    client_closed = asyncio.Event()
 
-    async def record(i: int) -> None:
+    async def record(comm: Comm, i: int) -> None:
         if i == 0:
-            await asyncio.sleep(0.2)  # the rest and the FIN arrive meanwhile
+            # The rest and the FIN arrive meanwhile.
+            await asyncio.wait_for(client_closed.wait(), WAIT)
+            await until_peer_closed(comm)
         seen.append(i)
 
     async with running_server(variant, certs, {"record": record}) as server:
@@ -63,7 +66,7 @@ async def check_server_handles_requests_pipelined_before_close(
         for i in range(5):
             await comm.write({"op": "record", "i": i, "reply": False})
         await comm.close()
-        await asyncio.sleep(0)  # the server may still be in its handshake read
+        client_closed.set()
         async with asyncio.timeout(WAIT):
             while len(seen) < 5 and (server._comms or not seen):
                 await asyncio.sleep(0.01)
@@ -87,7 +90,7 @@ async def check_unread_messages_keep_comm_open_after_peer_close(
     async with serve(variant, certs, handler) as listener:
         comm = await connect_to(variant, certs, listener.contact_address)
         await asyncio.wait_for(done, WAIT)
-        await asyncio.sleep(0.2)  # the FIN has arrived
+        await until_peer_closed(comm)
         for i in range(3):
             assert not comm.closed(), f"closed() with message {i} unread"
             assert (await asyncio.wait_for(comm.read(), WAIT))["i"] == i
@@ -129,7 +132,7 @@ async def check_writes_then_abort_deliver_what_was_written(
         comm = await connect_to(variant, certs, listener.contact_address)
         for i in range(4):
             await comm.write({"i": i, "pad": b"x" * (i * 20_000)})
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0)  # the next writes in another loop iteration
         await comm.write({"i": 4})
         await comm.write({"i": 5})
         comm.abort()
@@ -151,7 +154,8 @@ async def check_second_concurrent_read_raises_and_aborts(
     async with serve(variant, certs, handler) as listener:
         comm = await connect_to(variant, certs, listener.contact_address)
         first = asyncio.ensure_future(comm.read())
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0)  # the first read is pending
+        assert not first.done()
         with pytest.raises(AssertionError):
             await asyncio.wait_for(comm.read(), WAIT)
         assert comm.closed()
@@ -172,7 +176,8 @@ async def check_pending_read_wakes_on_connection_loss(variant: Variant, certs: C
         comm = await connect_to(variant, certs, listener.contact_address)
         pending = asyncio.ensure_future(comm.read())
         peer = await asyncio.wait_for(server_side, WAIT)
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0)  # the read is pending
+        assert not pending.done()
         peer.abort()
         with pytest.raises(CommClosedError):
             await asyncio.wait_for(pending, WAIT)

@@ -272,10 +272,19 @@ TLS_FAILED = "Listener on %r: TLS handshake failed with remote %r: %s"
 async def check_peer_reset_at_once_logs_as_stock(variant: Variant, certs: Certs) -> None:
     """A health check that connects and resets at once (SO_LINGER 0): one line,
     no traceback, no descriptor kept, the listener still serving."""
+    handled = asyncio.Event()
+
+    async def echo_then_say_so(comm: Any) -> None:
+        try:
+            await echo(comm)
+        finally:
+            handled.set()
+
     with distributed_log() as records:
-        async with serve(variant, certs) as listener:
+        async with serve(variant, certs, echo_then_say_so) as listener:
             await roundtrip(variant, certs, listener.contact_address)  # warm-up
-            await asyncio.sleep(0.1)  # let the warm-up's server end close
+            await asyncio.wait_for(handled.wait(), WAIT)  # its server end has closed too
+            await asyncio.sleep(0)  # the abort that ends it runs in the next iteration
             gc.collect()
             before = _open_fds()
             records.clear()

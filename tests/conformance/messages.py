@@ -13,7 +13,7 @@ from distributed.comm.core import CommClosedError
 from distributed.protocol import Serialized, deserialize, serialize, to_serialize
 
 from tests.certs import Certs
-from tests.variants import Variant, connect_to, raw_socket, serve
+from tests.variants import Variant, connect_to, raw_socket, serve, until_peer_closed
 
 #: Upper bound for any single wait in these checks (a hang fails, never blocks CI).
 WAIT = 30
@@ -91,13 +91,15 @@ async def check_addresses(variant: Variant, certs: Certs) -> None:
 
 async def check_read_what_arrived_before_peer_closed(variant: Variant, certs: Certs) -> None:
     async def handler(comm: Any) -> None:
+        # 50 kB in all: the kernel takes it whether or not the reader reads (a
+        # stock comm reads only when asked), so the close completes before.
         for i in range(5):
-            await comm.write({"i": i, "pad": b"x" * (i * 50_000)})
+            await comm.write({"i": i, "pad": b"x" * (i * 5_000)})
         await comm.close()
 
     async with serve(variant, certs, handler) as listener:
         comm = await connect_to(variant, certs, listener.contact_address)
-        await asyncio.sleep(0.2)  # let the server finish and close first
+        await until_peer_closed(comm)  # the server wrote everything and closed
         got = [(await asyncio.wait_for(comm.read(), WAIT))["i"] for _ in range(5)]
         assert got == [0, 1, 2, 3, 4]
         with pytest.raises(CommClosedError):
@@ -138,7 +140,8 @@ async def check_cancelled_read_aborts_comm(variant: Variant, certs: Certs) -> No
     async with serve(variant, certs) as listener:
         comm = await connect_to(variant, certs, listener.contact_address)
         task = asyncio.ensure_future(comm.read())
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0)  # the read is pending
+        assert not task.done()
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
@@ -149,9 +152,11 @@ async def check_write_then_close_delivers_everything(variant: Variant, certs: Ce
     size = 64 * 1024 * 1024
     payload = np.random.default_rng(1).integers(0, 255, size, dtype="u1")
     got: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    client_closed = asyncio.Event()
 
     async def handler(comm: Any) -> None:
-        await asyncio.sleep(0.3)  # the client writes and closes before we read
+        # The client writes and closes before we read.
+        await asyncio.wait_for(client_closed.wait(), WAIT)
         msgs = []
         try:
             while True:
@@ -164,7 +169,10 @@ async def check_write_then_close_delivers_everything(variant: Variant, certs: Ce
         raw_socket(comm).setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 256 * 1024)
         await comm.write({"data": to_serialize(payload), "n": 1})
         await comm.write({"n": 2})
-        await comm.close()
+        closing = asyncio.ensure_future(comm.close())
+        await asyncio.sleep(0)  # close() has begun (stock's waits for the reader)
+        client_closed.set()
+        await asyncio.wait_for(closing, WAIT)
         msgs = await asyncio.wait_for(got, WAIT)
     assert [m["n"] for m in msgs] == [1, 2]
     assert (msgs[0]["data"] == payload).all()
