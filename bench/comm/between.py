@@ -3,8 +3,9 @@
 The other subcommands set schemes against each other within one install. This
 one sets two installs of asynciocomm against each other, such as the
 environments of two checkouts (before and after a change), on one measurement:
-``ping`` (round trips/s), ``stream`` (1 KiB one-way messages/s) or ``bulk:SIZE``
-(one-way GiB/s). Each pair runs ``bench/comm/probe.py`` under both interpreters,
+``ping`` (round trips/s), ``stream`` (1 KiB one-way messages/s), ``bulk:SIZE``
+(one-way GiB/s) or ``clients:N`` (round trips/s of N concurrent clients).
+Each pair runs ``bench/comm/probe.py`` under both interpreters,
 A then B in even pairs and B then A in odd ones (ABBA), so that a drift of the
 machine's load favours neither. Reported: B against A, the median of the ratios
 paired within each pair (> 1: B is better, for throughput and server CPU alike),
@@ -28,11 +29,13 @@ from bench.common.tlsfiles import make_tls_files
 from bench.report.ratios import cell
 
 PROBE = Path(__file__).with_name("probe.py")
-UNITS = {"ping": "round trips/s", "stream": "1 KiB messages/s", "bulk": "GiB/s"}
+UNITS = {"ping": "round trips/s", "stream": "1 KiB messages/s", "bulk": "GiB/s",
+         "clients": "round trips/s"}
 
 
 def parse_test(text: str) -> tuple[str, int]:
-    """``ping``, ``stream`` or ``bulk:SIZE`` (dask's sizes: 16MiB) as (test, size)."""
+    """``ping``, ``stream``, ``bulk:SIZE`` (dask's sizes: 16MiB) or ``clients:N``
+    as (test, size)."""
     from dask.utils import parse_bytes
 
     name, _, size = text.partition(":")
@@ -42,7 +45,10 @@ def parse_test(text: str) -> tuple[str, int]:
         n = parse_bytes(size)
         if n > 4096:
             return name, n
-    raise BenchError(f"between: --test takes ping, stream or bulk:SIZE above 4 KiB, not {text!r}")
+    if name == "clients" and size.isdigit() and 1 <= int(size) <= 256:
+        return name, int(size)
+    raise BenchError("between: --test takes ping, stream, bulk:SIZE above 4 KiB or "
+                     f"clients:N (1-256), not {text!r}")
 
 
 def probe(python: str, spec: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -122,7 +128,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                               description=__doc__.split("\n\n")[0])
     p.add_argument("a", help="interpreter of install A (e.g. ../before/.venv/bin/python)")
     p.add_argument("b", help="interpreter of install B")
-    p.add_argument("--test", default="ping", help="ping, stream or bulk:SIZE (bulk:16MiB)")
+    p.add_argument("--test", default="ping", help="ping, stream, bulk:SIZE (bulk:16MiB) or clients:N (clients:32)")
     p.add_argument("--scheme", default="asyncio", help="the comm scheme both installs run")
     p.add_argument("--loop", default="asyncio", help="asyncio or uvloop")
     p.add_argument("--pairs", type=int, default=8, help="pairs of measurements")

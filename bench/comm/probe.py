@@ -9,8 +9,9 @@ dask, distributed and numpy, and it is run by path.
                       "scheme": "asyncio", "seconds": 3}'
 
 prints one JSON line: the client's figure (``value``: round trips/s, messages/s
-or GiB/s), the messages timed and the server process's CPU and minor page faults
-per message over them. The server is a subprocess of the same interpreter
+or GiB/s; for ``clients`` with ``size`` N, the round trips/s of N concurrent
+clients together), the messages timed and the server process's CPU and minor
+page faults per message over them. The server is a subprocess of the same interpreter
 (``probe.py server SPEC``), stopped by PID. The event loop is chosen through
 ``distributed.admin.event-loop``; no loop policy is installed.
 """
@@ -65,29 +66,33 @@ def serve(spec: dict[str, Any]) -> None:
         from distributed.comm import listen
 
         done = asyncio.Event()
+        # Over every connection: messages counted and the usage they are counted from.
+        state: dict[str, Any] = {"n": 0, "start": _usage()}
 
         async def handle(comm: Any) -> None:
-            count, start = 0, _usage()
+            op = "error"
             try:
                 while True:
                     msg = await comm.read()
                     op = msg["op"]
                     if op == "s":
-                        count += 1
+                        state["n"] += 1
                     elif op == "ping":
+                        state["n"] += 1
                         await comm.write(msg)
                     elif op == "mark":
-                        count, start = 0, _usage()
+                        state["n"], state["start"] = 0, _usage()
                         await comm.write(msg)
                     elif op == "sync":
                         cpu, faults = _usage()
-                        await comm.write({"n": count, "cpu": cpu - start[0],
-                                          "faults": faults - start[1]})
+                        await comm.write({"n": state["n"], "cpu": cpu - state["start"][0],
+                                          "faults": faults - state["start"][1]})
                     else:
                         break
             finally:
                 await comm.close()
-                done.set()
+                if op != "end":  # one of several clients is done; "bye" ends the run
+                    done.set()
 
         args = _security(spec).get_listen_args("scheduler") if spec.get("tls") else {}
         listener = listen(f"{spec['scheme']}://127.0.0.1:0", handle,
@@ -100,9 +105,50 @@ def serve(spec: dict[str, Any]) -> None:
     _run(main, spec["loop"])
 
 
+async def _clients(spec: dict[str, Any], address: str) -> dict[str, Any]:
+    """``size`` clients doing ping round trips at once."""
+    from distributed.comm import connect
+
+    args = _security(spec).get_connection_args("client") if spec.get("tls") else {}
+    comms = [await connect(address, timeout=30, **args) for _ in range(spec["size"])]
+    control, secs = comms[0], spec["seconds"]
+    counts = [0] * len(comms)
+
+    async def pinger(i: int, until: float) -> None:
+        comm = comms[i]
+        while time.perf_counter() < until:
+            await comm.write(PING)
+            await comm.read()
+            counts[i] += 1
+
+    try:
+        await asyncio.gather(*(pinger(i, time.perf_counter() + 0.5) for i in range(len(comms))))
+        await control.write({"op": "mark"})
+        await control.read()
+        counts[:] = [0] * len(comms)
+        t0 = time.perf_counter()
+        await asyncio.gather(*(pinger(i, t0 + secs) for i in range(len(comms))))
+        await control.write({"op": "sync"})
+        got = await control.read()
+        elapsed = time.perf_counter() - t0
+        for comm in comms[1:]:
+            await comm.write({"op": "end"})
+        await control.write({"op": "bye"})
+    finally:
+        for comm in comms:
+            await comm.close()
+    n = sum(counts)
+    if got["n"] != n:
+        raise RuntimeError(f"the server counted {got['n']} round trips, the clients made {n}")
+    return {"value": n / elapsed, "n": n, "server_cpu_us": got["cpu"] / n * 1e6,
+            "server_faults": got["faults"] / n}
+
+
 async def _measure(spec: dict[str, Any], address: str) -> dict[str, Any]:
     from distributed.comm import connect
 
+    if spec["test"] == "clients":
+        return await _clients(spec, address)
     args = _security(spec).get_connection_args("client") if spec.get("tls") else {}
     comm = await connect(address, timeout=30, **args)
     test, secs = spec["test"], spec["seconds"]

@@ -22,7 +22,9 @@ def test_tests_parse_and_bad_ones_are_refused() -> None:
     assert between.parse_test("ping") == ("ping", 0)
     assert between.parse_test("stream") == ("stream", 0)
     assert between.parse_test("bulk:16MiB") == ("bulk", 16 * MiB)
-    for bad in ("bulk", "bulk:1KiB", "ping:1MiB", "pong", "bulk:lots"):
+    assert between.parse_test("clients:32") == ("clients", 32)
+    for bad in ("bulk", "bulk:1KiB", "ping:1MiB", "pong", "bulk:lots", "clients", "clients:0",
+                "clients:many"):
         with pytest.raises((BenchError, ValueError)):
             between.parse_test(bad)
 
@@ -49,6 +51,8 @@ def test_pairs_alternate_their_order_and_every_ratio_is_paired() -> None:
     ("stream", "asyncio", "uvloop"),
     ("bulk:8MiB", "asyncio+tls", "asyncio"),
     ("bulk:8MiB", "tcp", "uvloop"),
+    ("clients:8", "asyncio", "asyncio"),
+    ("clients:4", "tls", "uvloop"),
 ])  # fmt: skip
 def test_the_probe_counts_every_message_it_times(tmp_path: Path, test: str, scheme: str,
                                                  loop: str) -> None:
