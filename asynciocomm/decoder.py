@@ -51,6 +51,9 @@ _ONE_LENGTH = struct.Struct("<Q")  # the lengths of a one-frame message
 #: The whole header of a one-frame message: prefix, nframes (1), its length.
 _HEAD_ONE = struct.Struct("<QQQ")
 _U64 = 8
+#: Their sizes, as C integers in the compiled twin.
+_PRELUDE_BYTES = cython.declare(cython.Py_ssize_t, _PRELUDE.size)
+_HEAD_ONE_BYTES = cython.declare(cython.Py_ssize_t, _HEAD_ONE.size)
 
 # Decoder states.
 _S_PRELUDE = 0  # waiting for prefix + nframes (16 bytes)
@@ -114,7 +117,7 @@ class FrameDecoder:
         self._start = 0  # first unparsed byte in _buf
         self._end = 0  # end of received bytes in _buf
         self._state = _S_PRELUDE
-        self._need = 16  # contiguous bytes from _start the current state waits for
+        self._need = _PRELUDE_BYTES  # contiguous bytes from _start the current state waits for
         self._direct_read = direct_read
         # As many as a header within max_message can list (8 bytes a frame).
         self._max_frames = max_message // _U64 if max_frames is None else max_frames
@@ -224,97 +227,107 @@ class FrameDecoder:
 
     @cython.cfunc
     def _parse(self) -> None:
-        buf = self._view
-        start: cython.Py_ssize_t = self._start
+        """Consume what the receive buffer holds, one state at a time. Each
+        state's step returns the new position, or its bitwise complement (a
+        negative number) when it waits for more bytes (``_need`` set)."""
+        pos: cython.Py_ssize_t = self._start
         end: cython.Py_ssize_t = self._end
-        size: cython.Py_ssize_t
-        need: cython.Py_ssize_t
-        avail: cython.Py_ssize_t
         try:
             while True:
                 state = self._state
-                if state == _S_FRAMES:
-                    size = self._blocks[self._block][1]
-                    if self._blocks[self._block][2]:
-                        # Direct block: take what is already here, then let the
-                        # kernel fill the rest of its own buffer, whether or not
-                        # earlier messages are read yet (a peer must keep
-                        # receiving: see FramedProtocol's read flow control).
-                        self._start = start
-                        self._end = end
-                        self._begin_target(size)
-                        start = self._start
-                        end = self._end
-                        if self._target is not None:
-                            return
-                        continue
-                    if end - start < size:
-                        self._need = size
-                        return
-                    self._complete_block(bytearray(self._view[start : start + size]))
-                    start += size
-                elif state == _S_PRELUDE:
-                    avail = end - start
-                    if avail >= 24:
-                        # Fast path, most of the traffic: a small one-frame
-                        # message received whole. Anything else, or anything
-                        # the checks below would refuse, takes the general way
-                        # (with its prelude read here already).
-                        prefix, nframes, length = _HEAD_ONE.unpack_from(buf, start)
-                        if (
-                            nframes == 1
-                            and prefix == 16 + length
-                            and length < self._direct_read
-                            and avail >= 24 + length
-                            and length <= self._max_message
-                        ):
-                            start += 24
-                            self._msg_nbytes = length
-                            self._queue(bytearray(buf[start : start + length]))
-                            start += length
-                            continue
-                    elif avail < 16:
-                        self._need = 16
-                        return
-                    else:
-                        prefix, nframes = _PRELUDE.unpack_from(buf, start)
-                    self._check_prelude(prefix, nframes)
-                    need = _U64 * nframes
-                    start += 16
-                    self._prefix = prefix
-                    self._nframes = nframes
-                    self._state = _S_LENGTHS
-                    if need > self._cap // 2:
-                        # A header too large for the receive buffer: its lengths
-                        # are taken as they arrive, so what it holds grows with
-                        # what the peer really sent, never with what it claims.
-                        self._lengths = array("Q")
-                        need = _U64
-                    self._need = need
+                if state == _S_PRELUDE:
+                    pos = self._on_prelude(pos, end)
                 elif state == _S_LENGTHS:
-                    if self._lengths is not None:
-                        start = self._take_lengths(start, end)
-                        if self._lengths is not None:
-                            self._need = _U64
-                            return
-                        continue
-                    need = _U64 * self._nframes
-                    if end - start < need:
-                        self._need = need
-                        return
-                    if self._nframes == 1:
-                        lengths = _ONE_LENGTH.unpack_from(buf, start)
-                    else:
-                        lengths = struct.unpack_from(f"<{self._nframes}Q", buf, start)
-                    start += need
-                    self._plan(lengths)
+                    pos = self._on_lengths(pos, end)
+                elif state == _S_FRAMES:
+                    pos = self._on_frames(pos, end)
+                    end = self._end  # a direct block may have consumed the buffer
                 else:  # _S_FAILED
                     raise ProtocolError("decoder failed earlier; no more input accepted")
+                if pos < 0:
+                    pos = ~pos
+                    return
         finally:
-            if start == end:
-                start = end = 0
-            self._start = start
+            if pos == end:
+                pos = end = 0
+            self._start = pos
             self._end = end
+
+    @cython.cfunc
+    def _on_prelude(self, pos: cython.Py_ssize_t, end: cython.Py_ssize_t) -> cython.Py_ssize_t:
+        """A message's prefix and frame count; a small one-frame message
+        received whole (most of the traffic) is queued at once."""
+        buf = self._view
+        avail: cython.Py_ssize_t = end - pos
+        if avail >= _HEAD_ONE_BYTES:
+            prefix, nframes, length = _HEAD_ONE.unpack_from(buf, pos)
+            if (nframes == 1 and prefix == _PRELUDE_BYTES + length
+                    and length < self._direct_read and avail >= _HEAD_ONE_BYTES + length
+                    and length <= self._max_message):
+                pos += _HEAD_ONE_BYTES
+                self._msg_nbytes = length
+                self._queue(bytearray(buf[pos : pos + length]))
+                return pos + length
+            # Anything else, or anything the checks refuse, the general way.
+        elif avail < _PRELUDE_BYTES:
+            self._need = _PRELUDE_BYTES
+            return ~pos
+        else:
+            prefix, nframes = _PRELUDE.unpack_from(buf, pos)
+        self._check_prelude(prefix, nframes)
+        self._prefix = prefix
+        self._nframes = nframes
+        self._state = _S_LENGTHS
+        need = _U64 * nframes
+        if need > self._cap // 2:
+            # A header too large for the receive buffer: its lengths are taken
+            # as they arrive, so what it holds grows with what the peer really
+            # sent, never with what it claims.
+            self._lengths = array("Q")
+            need = _U64
+        self._need = need
+        return pos + _PRELUDE_BYTES
+
+    @cython.cfunc
+    def _on_lengths(self, pos: cython.Py_ssize_t, end: cython.Py_ssize_t) -> cython.Py_ssize_t:
+        """The frame lengths; then the message's blocks are planned."""
+        if self._lengths is not None:
+            pos = self._take_lengths(pos, end)
+            if self._lengths is not None:
+                self._need = _U64
+                return ~pos
+            return pos
+        need: cython.Py_ssize_t = _U64 * self._nframes
+        if end - pos < need:
+            self._need = need
+            return ~pos
+        if self._nframes == 1:
+            lengths = _ONE_LENGTH.unpack_from(self._view, pos)
+        else:
+            lengths = struct.unpack_from(f"<{self._nframes}Q", self._view, pos)
+        self._plan(lengths)
+        return pos + need
+
+    @cython.cfunc
+    def _on_frames(self, pos: cython.Py_ssize_t, end: cython.Py_ssize_t) -> cython.Py_ssize_t:
+        """The next planned block: copied out of the receive buffer when small,
+        else received into a buffer of its own."""
+        size: cython.Py_ssize_t = self._blocks[self._block][1]
+        if self._blocks[self._block][2]:
+            # Direct block: take what is already here, then let the kernel fill
+            # the rest of its own buffer, whether or not earlier messages are
+            # read yet (a peer must keep receiving: see FramedProtocol's read
+            # flow control).
+            self._start = pos
+            self._end = end
+            self._begin_target(size)
+            pos = self._start
+            return ~pos if self._target is not None else pos
+        if end - pos < size:
+            self._need = size
+            return ~pos
+        self._complete_block(bytearray(self._view[pos : pos + size]))
+        return pos + size
 
     @cython.cfunc
     def _take_lengths(self, start: cython.Py_ssize_t, end: cython.Py_ssize_t) -> cython.Py_ssize_t:
@@ -456,4 +469,4 @@ class FrameDecoder:
         self._sizes.append(self._msg_nbytes)
         self.queued_bytes += self._msg_nbytes
         self._state = _S_PRELUDE
-        self._need = 16
+        self._need = _PRELUDE_BYTES
