@@ -39,7 +39,10 @@ import sys
 from array import array
 from collections import deque
 
-import cython
+try:
+    import cython
+except ImportError:  # run as plain Python without Cython: see purecython
+    from asynciocomm import purecython as cython  # type: ignore[no-redef]
 from collections.abc import Sequence
 
 from asynciocomm.buffers import Allocator, default_allocator, scratch_allocate

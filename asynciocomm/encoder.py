@@ -18,7 +18,10 @@ from collections.abc import Sequence
 from pickle import PickleBuffer
 from typing import Union
 
-import cython
+try:
+    import cython
+except ImportError:  # run as plain Python without Cython: see purecython
+    from asynciocomm import purecython as cython  # type: ignore[no-redef]
 
 from asynciocomm.config import C_INT_MAX
 

@@ -34,3 +34,47 @@ def test_comm_suites_pass_on_pure_python() -> None:
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert " passed" in run.stdout
+
+
+BLOCK_CYTHON = """
+import importlib.abc, sys
+
+class NoCython(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("cython", "Cython"):
+            raise ImportError(f"{name} is not installed here")
+        return None
+
+sys.meta_path.insert(0, NoCython())
+"""
+
+
+def test_the_pure_fallback_runs_without_cython_installed() -> None:
+    """Cython is a build-time tool: with it unimportable, the pure decoder and
+    encoder load, round-trip a message over a real comm, and the package's
+    requirements do not name it."""
+    script = BLOCK_CYTHON + """
+import asyncio
+import asynciocomm.speedups as s
+assert not s.COMPILED
+from distributed.comm import connect, listen
+
+async def main():
+    async def echo(comm):
+        await comm.write(await comm.read())
+    async with listen("asyncio://127.0.0.1:0", echo) as listener:
+        comm = await connect(listener.contact_address)
+        await comm.write({"x": b"y" * 100_000})
+        assert await comm.read() == {"x": b"y" * 100_000}
+        await comm.close()
+
+asyncio.run(main())
+print("pure ok")
+"""
+    env = {**os.environ, "ASYNCIOCOMM_PURE_PYTHON": "1"}
+    run = subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and "pure ok" in run.stdout, run.stderr[-3000:]
+    from importlib.metadata import requires
+
+    assert not [r for r in requires("asynciocomm") or [] if r.lower().startswith("cython")]
