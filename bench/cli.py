@@ -42,11 +42,12 @@ def commands() -> dict[str, ModuleType]:
     """The subcommands with a module of their own: each has ``add_parser(subparsers)``
     and ``run(args) -> Path``. A new one is one import and one entry here."""
     from bench.comm import between, calls
+    from bench.gc import cli as gc
     from bench.reliability import differential, suite as reliability
     from bench.scale import cli as scale
 
     return {"reliability": reliability, "calls": calls, "differential": differential,
-            "scale": scale, "between": between}
+            "scale": scale, "between": between, "gc": gc}
 
 
 def build_parser() -> argparse.ArgumentParser:

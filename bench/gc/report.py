@@ -1,0 +1,122 @@
+"""The ``gc`` section as markdown and PNG plots."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from bench.common.stats import MIN_PAIRS, by_config, median
+from bench.report.markdown import fmt, section_table
+from bench.report.plots import section_plots
+
+NOISE = "no measurable difference"
+
+
+def paired(sec: dict[str, Any], cfg: str, ref: str, metric: str) -> list[float]:
+    """``cfg``'s value over ``ref``'s, per repetition in which both were measured
+    (a plain fraction, not a speed-up: below 1 means less)."""
+    by = by_config(sec["samples"])
+    mine, theirs = by.get((cfg, metric), {}), by.get((ref, metric), {})
+    out = []
+    for rep, v in sorted(mine.items()):
+        r = theirs.get(rep)
+        if r is None or v is None or not (math.isfinite(v) and math.isfinite(r)):
+            continue
+        if r > 0:
+            out.append(v / r)
+        elif v == 0:
+            out.append(1.0)
+    return out
+
+
+def fraction_cell(values: list[float], percent: bool = False) -> str:
+    """Median fraction with its range and pair count; the noise wording where
+    the range reaches 1.0 or there are fewer than MIN_PAIRS pairs."""
+    if not values:
+        return "–"
+    med, lo, hi = median(values), min(values), max(values)
+    n = len(values)
+    if percent:
+        text = f"{100 * med:.1f} % ({100 * lo:.1f}–{100 * hi:.1f} %, {n} pairs)"
+    else:
+        text = f"{med:.2f}× ({lo:.2f}–{hi:.2f}×, {n} pairs)"
+    if n < MIN_PAIRS or lo <= 1.0 <= hi:
+        return f"{NOISE}: {text}"
+    return text
+
+
+def _comparison_table(sec: dict[str, Any], pairs: list[tuple[str, str]],
+                      rows: list[tuple[str, str, bool]]) -> str:
+    if not pairs:
+        return ""
+    heads = [f"`{a}` / `{b}`" for a, b in pairs]
+    lines = ["| measurement | " + " | ".join(heads) + " |", "|---|" + "---|" * len(pairs)]
+    for metric, title, percent in rows:
+        cells = [fraction_cell(paired(sec, a, b, metric), percent) for a, b in pairs]
+        if all(c == "–" for c in cells):
+            continue
+        lines.append(f"| {title} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _kinds(sec: dict[str, Any]) -> str:
+    lines = ["| config | cycles made by (creator) | cycles per 1,000 tasks | objects "
+             "per 1,000 tasks | objects per cycle: types |", "|---|---|---|---|---|"]
+    for lab, runs in sec.get("details", {}).items():
+        last = runs[-1]
+        per = 1000.0 / last["tasks"]
+        if not last["kinds"]:
+            lines.append(f"| `{lab}` | (no cyclic garbage) | 0 | 0 | |")
+        for k in last["kinds"][:4]:
+            types = ", ".join(f"{t} {n:g}" for t, n in k["types"].items())
+            lines.append(f"| `{lab}` | `{k['creator']}` | {fmt(k['cycles'] * per)} | "
+                         f"{fmt(k['objects'] * per)} | {types} |")
+    return "\n".join(lines)
+
+
+def render(sec: dict[str, Any], plots: list[str] | None = None) -> str:
+    """The markdown of a ``gc`` section."""
+    b = sec.get("bounds", {})
+    where = (f"{b.get('workers')} workers x {b.get('threads')} threads, a map of "
+             f"{b.get('tasks'):,} tasks" if b else "")
+    out = ["## The scheduler's garbage collector", "",
+           f"In the scheduler's process, per 1,000 tasks ({where}; "
+           f"{sec.get('reps_done')} repetitions, configurations interleaved). "
+           "Timing figures come from a run with `gc.callbacks` only; the cyclic "
+           "objects, their creators and the timeouts from a second run with "
+           "`gc.DEBUG_SAVEALL` (every object the collector found unreachable, plus what "
+           "was still pending at the end). `+0011` = every process of the cluster runs "
+           "distributed built from its sdist with `patches/0011` applied.", "",
+           "Medians:", "", section_table(sec), ""]
+    drafts = [(lab, ref) for lab, ref in (sec.get("draft_refs") or {}).items()]
+    table = _comparison_table(sec, drafts, [
+        ("cyclic_objects", "cyclic objects, with the draft / without", True),
+        ("gc_cpu_ms", "GC CPU per task, with the draft / without", False),
+        ("gen2", "full collections, with the draft / without", False),
+        ("sched_cpu_ms", "scheduler CPU per task, with the draft / without", False)])
+    if table:
+        out += ["The draft against the same comm and loop without it (paired, per "
+                "repetition; below 1 is less):", "", table, ""]
+    stock = [(lab, ref) for lab, ref in sec["same_loop_refs"].items() if lab != ref
+             and ref in {c["label"] for c in sec["configs"]}]
+    table = _comparison_table(sec, stock, [
+        ("cyclic_objects", "cyclic objects per task", False),
+        ("timeouts_per_batch", "BatchedSend timeouts per batch", False),
+        ("batches", "batches per task", False),
+        ("gc_cpu_ms", "GC CPU per task", False)])
+    if table:
+        out += ["asynciocomm against the stock comm on the same loop (paired; below 1 "
+                "is less):", "", table, ""]
+    out += ["Who made the cyclic garbage (the last repetition's attribution run; an "
+            "exception's creator is its traceback, outermost frame first):", "",
+            _kinds(sec), ""]
+    for e in sec.get("errors", []):
+        out.append(f"- error in `{e['config']}` (rep {e['rep']}): {e['error'][:300]}")
+    out += [f"![{p}]({p})" for p in plots or []]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def plots(doc: dict[str, Any], outdir: Path) -> list[str]:
+    """One bar chart per plotted metric of the ``gc`` section."""
+    return section_plots(doc, "gc", outdir)
