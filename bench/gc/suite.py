@@ -49,6 +49,9 @@ PRESETS: dict[str, GCBounds] = {
     # The measurement that motivated the bench: 4 workers, a map of 20,000 tasks.
     "full": GCBounds(reps=3, workers=4, threads=1, tasks=20_000),
     "quick": GCBounds(reps=3, workers=4, threads=1, tasks=5_000, budget_s=900.0),
+    # Inside ``all``: plain tcp and asyncio, both loops, with and without the
+    # draft, 8 clusters per repetition of about 35 s each: about 15 minutes.
+    "all": GCBounds(reps=3, workers=4, threads=1, tasks=2_000, budget_s=900.0),
     "smoke": GCBounds(reps=1, workers=2, threads=1, tasks=500, warmup=100, budget_s=300.0),
 }
 
