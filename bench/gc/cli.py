@@ -2,12 +2,14 @@
 
     asynciocomm-bench gc [--size full|quick|smoke] [--schemes tcp,asyncio,tls,asyncio+tls]
         [--loops asyncio,uvloop] [--draft both|off|on] [--reps 3] [--tasks N]
-        [--workers 4] [--out DIR]
+        [--workers 4] [--scale-workers 64,256] [--scale-tasks N] [--no-local] [--out DIR]
 
 ``--draft`` runs every configuration also (``both``) or only (``on``) on
 distributed built from its sdist with ``patches/0011`` applied (see
 :mod:`bench.gc.draft`); the default, ``both``, shows what the draft changes.
-The ``scale`` subcommand records the same timing figures at 64 and 256 workers.
+``--scale-workers`` adds clusters of that many workers on separate hosts
+(:mod:`bench.gc.scale`); the ``scale`` subcommand records the timing figures
+of its map workload too.
 """
 
 from __future__ import annotations
@@ -45,6 +47,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=None, help="worker processes")
     p.add_argument("--draft", choices=tuple(DRAFTS), default="both",
                    help="run with patches/0011 applied: both (default), off or on")
+    p.add_argument("--scale-workers", type=lambda t: [int(x) for x in _csv(t)], default=None,
+                   help="also run scale clusters (network namespaces) of these worker "
+                        "counts, e.g. 64,256 (heavy: minutes per cluster)")
+    p.add_argument("--scale-tasks", type=int, default=20_000,
+                   help="tasks of the map at scale")
+    p.add_argument("--no-local", action="store_true",
+                   help="skip the local 4-worker cluster (with --scale-workers)")
     p.add_argument("--out", type=Path, default=None,
                    help="output directory (default ./bench-results/gc-<timestamp>)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -61,11 +70,11 @@ def bounds_from(args: argparse.Namespace) -> GCBounds:
 
 
 def run_section(schemes: list[str], loops: list[str], bounds: GCBounds,
-                drafts: list[bool], quiet: bool = False) -> dict[str, Any]:
-    """The ``gc`` section of a result document."""
+                drafts: list[bool], quiet: bool = False, **kw: Any) -> dict[str, Any]:
+    """The ``gc`` section of a result document (``kw``: see ``run_gc``)."""
     from bench.gc.suite import run_gc
 
-    return run_gc(schemes, loops, bounds, drafts=drafts, quiet=quiet)
+    return run_gc(schemes, loops, bounds, drafts=drafts, quiet=quiet, **kw)
 
 
 def write_report(doc: dict[str, Any], out: Path, no_plots: bool) -> Path:
@@ -92,7 +101,9 @@ def run(args: argparse.Namespace) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     doc = results.new_document(f"gc/{args.size}")
     with environment.LoadSampler() as load:
-        doc["gc"] = run_section(schemes, loops, bounds, DRAFTS[args.draft], args.quiet)
+        doc["gc"] = run_section(schemes, loops, bounds, DRAFTS[args.draft], args.quiet,
+                                local=not args.no_local, scale_workers=args.scale_workers,
+                                scale_tasks=args.scale_tasks)
     doc["environment"]["load"] = load.summary()
     results.save(doc, out)
     path = write_report(doc, out, args.no_plots)

@@ -26,11 +26,21 @@ METRICS: dict[str, tuple[str, str, bool, bool]] = {
 COUNTS = ("cyclic_objects", "batched_share", "timeouts_per_batch", "gen2", "collected")
 
 
-def metrics() -> dict[str, dict[str, Any]]:
-    """Metric metadata in the result document's form."""
-    return {name: {"title": t, "unit": u, "higher_is_better": h, "plot": p,
-                   **({"ratio": False} if name in COUNTS else {})}
-            for name, (t, u, h, p) in METRICS.items()}
+def scaled(workers: int, name: str) -> str:
+    """The metric name of ``name`` at ``workers`` workers (the scale runs)."""
+    return f"w{workers}_{name}"
+
+
+def metrics(workers: list[int] | None = None) -> dict[str, dict[str, Any]]:
+    """Metric metadata in the result document's form: the local cluster's and,
+    for each of ``workers``, the scale runs' (named by :func:`scaled`)."""
+    out = {name: {"title": t, "unit": u, "higher_is_better": h, "plot": p,
+                  **({"ratio": False} if name in COUNTS else {})}
+           for name, (t, u, h, p) in METRICS.items()}
+    for w in workers or []:
+        out.update({scaled(w, name): {**meta, "title": f"{w} workers: {meta['title']}"}
+                    for name, meta in list(out.items()) if not name.startswith("w")})
+    return out
 
 
 def batched_objects(kinds: list[dict[str, Any]]) -> int:
@@ -41,24 +51,53 @@ def batched_objects(kinds: list[dict[str, Any]]) -> int:
 def values(timing: dict[str, Any], attrib: dict[str, Any], tasks: int) -> dict[str, float]:
     """The per-1,000-task values of one cluster's two measured runs."""
     per = 1000.0 / tasks
-    timeouts = attrib.get("exceptions", {}).get("TimeoutError", 0)
-    cyclic = attrib.get("cyclic_objects", 0)
     out = {
-        "cyclic_objects": cyclic * per,
-        "batched_share": 100.0 * batched_objects(attrib.get("kinds", [])) / cyclic
-        if cyclic else 0.0,
-        "batches": attrib["batches"] * per,
         "gc_cpu_ms": timing["gc_cpu_s"] * 1000 * per,
         "gc_share": 100.0 * timing["gc_cpu_s"] / timing["process_cpu_s"]
         if timing["process_cpu_s"] > 0 else 0.0,
         "sched_cpu_ms": timing["process_cpu_s"] * 1000 * per,
         "pause_max_ms": timing["longest_s"] * 1000,
         "collected": timing["collected"] * per,
+        **values_of_attribution(attrib, tasks),
     }
     for gen in range(3):
         out[f"gen{gen}"] = timing["collections"][gen] * per
+    return out
+
+
+def scale_values(timing: dict[str, Any], tasks: int) -> dict[str, float]:
+    """The collector's figures that the scale bench keeps for its map workload."""
+    return {"gc_cpu_us": timing["gc_cpu_s"] * 1e6 / tasks,
+            "gc_full": timing["collections"][2] * 1000.0 / tasks,
+            "gc_pause_ms": timing["longest_s"] * 1000,
+            "gc_freed": timing["collected"] / tasks}
+
+
+def from_scale(values: dict[str, float], attrib: dict[str, Any],
+               tasks: int) -> dict[str, float]:
+    """The gc metrics of a scale run: the map's values (per task, from the
+    scale driver's timing probe) and one attribution run of ``tasks`` tasks."""
+    out = {"gc_cpu_ms": values["gc_cpu_us"],  # µs per task = ms per 1,000 tasks
+           "sched_cpu_ms": values["sched_cpu_us"],
+           "gc_share": 100.0 * values["gc_cpu_us"] / values["sched_cpu_us"]
+           if values["sched_cpu_us"] > 0 else 0.0,
+           "gen2": values["gc_full"], "pause_max_ms": values["gc_pause_ms"],
+           "collected": values["gc_freed"] * 1000}
+    full = values_of_attribution(attrib, tasks)
+    return {**out, **full}
+
+
+def values_of_attribution(attrib: dict[str, Any], tasks: int) -> dict[str, float]:
+    """The figures of an attribution run alone, per 1,000 tasks."""
+    per = 1000.0 / tasks
+    cyclic = attrib.get("cyclic_objects", 0)
+    out = {"cyclic_objects": cyclic * per,
+           "batched_share": 100.0 * batched_objects(attrib.get("kinds", [])) / cyclic
+           if cyclic else 0.0,
+           "batches": attrib["batches"] * per}
     if attrib["batches"]:
-        out["timeouts_per_batch"] = timeouts / attrib["batches"]
+        out["timeouts_per_batch"] = (attrib.get("exceptions", {}).get("TimeoutError", 0)
+                                     / attrib["batches"])
     return out
 
 

@@ -75,11 +75,44 @@ def _kinds(sec: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+DRAFT_ROWS = [("cyclic_objects", "cyclic objects, with the draft / without", True),
+              ("gc_cpu_ms", "GC CPU per task, with the draft / without", False),
+              ("gen2", "full collections, with the draft / without", False),
+              ("sched_cpu_ms", "scheduler CPU per task, with the draft / without", False)]
+STOCK_ROWS = [("cyclic_objects", "cyclic objects per task", False),
+              ("timeouts_per_batch", "BatchedSend timeouts per batch", False),
+              ("batches", "batches per task", False),
+              ("gc_cpu_ms", "GC CPU per task", False)]
+
+
+def _comparisons(sec: dict[str, Any], prefix: str, where: str) -> list[str]:
+    """The draft and the stock tables of the metrics named ``prefix + name``."""
+    out: list[str] = []
+    drafts = list((sec.get("draft_refs") or {}).items())
+    table = _comparison_table(sec, drafts, [(prefix + m, t, p) for m, t, p in DRAFT_ROWS])
+    if table:
+        out += [f"{where}: the draft against the same comm and loop without it (paired, "
+                "per repetition; below 1 is less):", "", table, ""]
+    labels = {c["label"] for c in sec["configs"]}
+    stock = [(lab, ref) for lab, ref in sec["same_loop_refs"].items()
+             if lab != ref and ref in labels]
+    table = _comparison_table(sec, stock, [(prefix + m, t, p) for m, t, p in STOCK_ROWS])
+    if table:
+        out += [f"{where}: asynciocomm against the stock comm on the same loop (paired; "
+                "below 1 is less):", "", table, ""]
+    return out
+
+
 def render(sec: dict[str, Any], plots: list[str] | None = None) -> str:
     """The markdown of a ``gc`` section."""
-    b = sec.get("bounds", {})
-    where = (f"{b.get('workers')} workers x {b.get('threads')} threads, a map of "
-             f"{b.get('tasks'):,} tasks" if b else "")
+    b = sec.get("bounds") or {}
+    where = (f"{b.get('workers')} workers x {b.get('threads')} threads on this host, a map "
+             f"of {b.get('tasks'):,} tasks" if b else "")
+    scale = sec.get("scale_workers") or []
+    if scale:
+        where += ("; " if where else "") + (
+            f"{', '.join(map(str, scale))} workers on {sec.get('scale_hosts')} worker hosts "
+            f"({sec.get('network')}), a map of {sec.get('scale_tasks'):,} tasks")
     out = ["## The scheduler's garbage collector", "",
            f"In the scheduler's process, per 1,000 tasks ({where}; "
            f"{sec.get('reps_done')} repetitions, configurations interleaved). "
@@ -89,30 +122,16 @@ def render(sec: dict[str, Any], plots: list[str] | None = None) -> str:
            "was still pending at the end). `+0011` = every process of the cluster runs "
            "distributed built from its sdist with `patches/0011` applied.", "",
            "Medians:", "", section_table(sec), ""]
-    drafts = [(lab, ref) for lab, ref in (sec.get("draft_refs") or {}).items()]
-    table = _comparison_table(sec, drafts, [
-        ("cyclic_objects", "cyclic objects, with the draft / without", True),
-        ("gc_cpu_ms", "GC CPU per task, with the draft / without", False),
-        ("gen2", "full collections, with the draft / without", False),
-        ("sched_cpu_ms", "scheduler CPU per task, with the draft / without", False)])
-    if table:
-        out += ["The draft against the same comm and loop without it (paired, per "
-                "repetition; below 1 is less):", "", table, ""]
-    stock = [(lab, ref) for lab, ref in sec["same_loop_refs"].items() if lab != ref
-             and ref in {c["label"] for c in sec["configs"]}]
-    table = _comparison_table(sec, stock, [
-        ("cyclic_objects", "cyclic objects per task", False),
-        ("timeouts_per_batch", "BatchedSend timeouts per batch", False),
-        ("batches", "batches per task", False),
-        ("gc_cpu_ms", "GC CPU per task", False)])
-    if table:
-        out += ["asynciocomm against the stock comm on the same loop (paired; below 1 "
-                "is less):", "", table, ""]
+    if b:
+        out += _comparisons(sec, "", f"{b.get('workers')} workers")
+    for w in scale:
+        out += _comparisons(sec, f"w{w}_", f"{w} workers")
     out += ["Who made the cyclic garbage (the last repetition's attribution run; an "
             "exception's creator is its traceback, outermost frame first):", "",
             _kinds(sec), ""]
     for e in sec.get("errors", []):
-        out.append(f"- error in `{e['config']}` (rep {e['rep']}): {e['error'][:300]}")
+        at = f", {e['workers']} workers" if e.get("workers") else ""
+        out.append(f"- error in `{e['config']}` (rep {e['rep']}{at}): {e['error'][:300]}")
     out += [f"![{p}]({p})" for p in plots or []]
     return "\n".join(out).rstrip() + "\n"
 

@@ -159,9 +159,19 @@ def run_one(scheme: str, loop: str, draft_path: str | None, bounds: GCBounds,
                                f"{cluster.log_tail('scheduler', 5)}") from exc
 
 
+def error_entry(rep: int, config: str, exc: BaseException, **extra: Any) -> dict[str, Any]:
+    """The result document's record of a failed cluster."""
+    return {"rep": rep, "config": config, **extra,
+            "error": f"{type(exc).__name__}: {exc}"[:2000],
+            "traceback": traceback.format_exc(limit=6)}
+
+
 def run_gc(schemes: list[str], loops: list[str], bounds: GCBounds, *,
-           drafts: list[bool], quiet: bool = False) -> dict[str, Any]:
-    """Run the suite and return its JSON section ``gc``."""
+           drafts: list[bool], quiet: bool = False, local: bool = True,
+           scale_workers: list[int] | None = None,
+           scale_tasks: int = 20_000) -> dict[str, Any]:
+    """Run the suite and return its JSON section ``gc``: the local cluster
+    (unless not ``local``), then the scale clusters of ``scale_workers``."""
     from bench.gc import draft as drafting
 
     configs = order_configs(schemes, loops, drafts)
@@ -174,8 +184,8 @@ def run_gc(schemes: list[str], loops: list[str], bounds: GCBounds, *,
     with tempfile.TemporaryDirectory(prefix="asynciocomm-bench-gc-") as tmp:
         tls = make_tls_files(Path(tmp) / "tls") if any(is_tls(s) for s in schemes) else None
         tree = str(drafting.patched_tree(Path(tmp) / "draft")) if any(drafts) else None
-        with Bar(bounds.reps * len(configs), "gc", quiet) as bar:
-            for rep in range(bounds.reps):
+        with Bar(bounds.reps * len(configs) if local else 0, "gc", quiet) as bar:
+            for rep in range(bounds.reps if local else 0):
                 if over_budget(started, rep, bounds.budget_s):
                     truncated = True
                     bar.log(f"gc: time budget reached after {rep} repetitions")
@@ -187,9 +197,7 @@ def run_gc(schemes: list[str], loops: list[str], bounds: GCBounds, *,
                         values, det = run_one(scheme, loop, tree if d else None, bounds,
                                               tls, Path(tmp) / f"{lab}-{rep}")
                     except Exception as exc:
-                        errors.append({"rep": rep, "config": lab,
-                                       "error": f"{type(exc).__name__}: {exc}"[:2000],
-                                       "traceback": traceback.format_exc(limit=6)})
+                        errors.append(error_entry(rep, lab, exc))
                         bar.log(f"gc {lab} failed: {str(exc)[:300]}", error=True)
                         bar.advance()
                         continue
@@ -198,8 +206,21 @@ def run_gc(schemes: list[str], loops: list[str], bounds: GCBounds, *,
                     samples += [{"rep": rep, "config": lab, "metric": k, "value": float(v)}
                                 for k, v in values.items()]
                 reps_done = rep + 1
+        extra: dict[str, Any] = {"bounds": dataclasses.asdict(bounds) if local else {}}
+        if scale_workers:
+            from bench.gc import scale
+
+            more, det, errs, net = scale.run_scale(
+                schemes, loops, scale_workers, drafts, bounds.reps, scale_tasks, tree,
+                Path(tmp), bounds.budget_s, quiet)
+            samples += more
+            details.update(det)
+            errors += errs
+            reps_done = max(reps_done, 1 + max((s["rep"] for s in more), default=-1))
+            extra.update(scale_workers=scale_workers, scale_tasks=scale_tasks,
+                         scale_hosts=scale.HOSTS, **net)
     return section(configs, labels, samples, details, errors, reps_done, truncated,
-                   time.monotonic() - started, {"bounds": dataclasses.asdict(bounds)})
+                   time.monotonic() - started, extra)
 
 
 def section(configs: list[tuple[str, str, bool]], labels: list[str],
@@ -208,7 +229,7 @@ def section(configs: list[tuple[str, str, bool]], labels: list[str],
             seconds: float, extra: dict[str, Any]) -> dict[str, Any]:
     """The JSON section ``gc`` from its samples."""
     same_loop = {lab: label(stock_scheme(s), lp, d) for (s, lp, d), lab in zip(configs, labels)}
-    meta = metrics.metrics()
+    meta = metrics.metrics(extra.get("scale_workers"))
     return {
         "configs": [{"label": lab, "scheme": s, "loop": lp, "draft": d,
                      "stock": stock_scheme(s)} for (s, lp, d), lab in zip(configs, labels)],

@@ -16,7 +16,8 @@ def _section(values: dict[str, list[float]], metric: str = "cyclic_objects") -> 
                for lab in values]
     samples = [{"rep": r, "config": lab, "metric": metric, "value": v}
                for lab, vals in values.items() for r, v in enumerate(vals)]
-    return suite.section(configs, list(values), samples, {}, [], 3, False, 1.0, {})
+    return suite.section(configs, list(values), samples, {}, [], 3, False, 1.0,
+                         {"bounds": {"workers": 4, "threads": 1, "tasks": 1000}})
 
 
 def test_gc_is_a_subcommand() -> None:
