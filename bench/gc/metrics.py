@@ -12,6 +12,7 @@ METRICS: dict[str, tuple[str, str, bool, bool]] = {
     "timeouts_per_batch": ("BatchedSend timeouts per batch sent (attribution run)", "",
                            False, True),
     "batches": ("batches the scheduler sent per 1,000 tasks", "", False, False),
+    "msgs_per_batch": ("messages per batch the scheduler sent", "", True, False),
     "gc_cpu_ms": ("GC CPU per 1,000 tasks", "ms", False, True),
     "gc_share": ("GC share of the scheduler's CPU", "%", False, True),
     "sched_cpu_ms": ("scheduler process CPU per 1,000 tasks", "ms", False, False),
@@ -23,7 +24,8 @@ METRICS: dict[str, tuple[str, str, bool, bool]] = {
                   False, False),
 }
 #: Metrics that can be zero (with the draft): medians only, no ratio.
-COUNTS = ("cyclic_objects", "batched_share", "timeouts_per_batch", "gen2", "collected")
+COUNTS = ("cyclic_objects", "batched_share", "timeouts_per_batch", "gen2", "collected",
+          "msgs_per_batch")
 
 
 def scaled(workers: int, name: str) -> str:
@@ -96,6 +98,7 @@ def values_of_attribution(attrib: dict[str, Any], tasks: int) -> dict[str, float
            if cyclic else 0.0,
            "batches": attrib["batches"] * per}
     if attrib["batches"]:
+        out["msgs_per_batch"] = attrib["messages"] / attrib["batches"]
         out["timeouts_per_batch"] = (attrib.get("exceptions", {}).get("TimeoutError", 0)
                                      / attrib["batches"])
     return out
