@@ -21,7 +21,7 @@ SUBCOMMANDS = ("comm", "cluster", "profile", "report", "quick", "all")
 #: (385 s on 2026-12-02), cluster 3 repetitions of 4.5-6 min (a 1560 s deadline
 #: stopped it at 2 that day), profile about 3 min. The scale part
 #: (``bench.scale.cli.ALL_PRESET``, 11-14 min) and the multi-homed check follow,
-#: after the gc part (``bench.gc.suite.PRESETS["all"]``, about 15 min).
+#: after the gc part (``bench.gc.suite.PRESETS["all"]``, about 12 min).
 ALL_DEADLINE_S = 1800.0
 PROFILE_RESERVE_S = 180.0
 

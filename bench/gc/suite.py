@@ -50,7 +50,8 @@ PRESETS: dict[str, GCBounds] = {
     "full": GCBounds(reps=3, workers=4, threads=1, tasks=20_000),
     "quick": GCBounds(reps=3, workers=4, threads=1, tasks=5_000, budget_s=900.0),
     # Inside ``all``: plain tcp and asyncio, both loops, with and without the
-    # draft, 8 clusters per repetition of about 35 s each: about 15 minutes.
+    # draft: 24 clusters. With 5,000-task maps the record's took 46 s each (24 in
+    # 18.5 min, 2026-12-03); with 2,000 tasks, about 30 s: about 12 minutes.
     "all": GCBounds(reps=3, workers=4, threads=1, tasks=2_000, budget_s=900.0),
     "smoke": GCBounds(reps=1, workers=2, threads=1, tasks=500, warmup=100, budget_s=300.0),
 }
