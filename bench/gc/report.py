@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from bench.common.stats import MIN_PAIRS, by_config, median
+from bench.common.stats import MARGIN, MIN_PAIRS, by_config, median
 from bench.report.markdown import fmt, section_table
 from bench.report.plots import section_plots
 
@@ -32,7 +32,8 @@ def paired(sec: dict[str, Any], cfg: str, ref: str, metric: str) -> list[float]:
 
 def fraction_cell(values: list[float], percent: bool = False) -> str:
     """Median fraction with its range and pair count; the noise wording where
-    the range reaches 1.0 or there are fewer than MIN_PAIRS pairs."""
+    the range reaches 1.0 (as printed, to MARGIN) or there are fewer than
+    MIN_PAIRS pairs."""
     if not values:
         return "–"
     med, lo, hi = median(values), min(values), max(values)
@@ -41,7 +42,7 @@ def fraction_cell(values: list[float], percent: bool = False) -> str:
         text = f"{100 * med:.1f} % ({100 * lo:.1f}–{100 * hi:.1f} %, {n} pairs)"
     else:
         text = f"{med:.2f}× ({lo:.2f}–{hi:.2f}×, {n} pairs)"
-    if n < MIN_PAIRS or lo <= 1.0 <= hi:
+    if n < MIN_PAIRS or (lo <= 1.0 + MARGIN and hi >= 1.0 - MARGIN):
         return f"{NOISE}: {text}"
     return text
 

@@ -45,6 +45,8 @@ def test_report_compares_the_draft_and_the_stock_comm() -> None:
 def test_fewer_than_three_pairs_is_no_measurable_difference() -> None:
     assert report.fraction_cell([0.5, 0.4]).startswith("no measurable difference")
     assert report.fraction_cell([0.5, 0.4, 0.45]) == "0.45× (0.40–0.50×, 3 pairs)"
+    # a range that prints as reaching 1.00 is no difference either
+    assert report.fraction_cell([1.001, 1.002, 1.004]).startswith("no measurable difference")
 
 
 @pytest.mark.slow
