@@ -20,7 +20,8 @@ SUBCOMMANDS = ("comm", "cluster", "profile", "report", "quick", "all")
 #: TLS schemes too, take up to 30 min: comm up to 8 min for its 3 repetitions
 #: (385 s on 2026-12-02), cluster 3 repetitions of 4.5-6 min (a 1560 s deadline
 #: stopped it at 2 that day), profile about 3 min. The scale part
-#: (``bench.scale.cli.ALL_PRESET``, 11-14 min) and the multi-homed check follow.
+#: (``bench.scale.cli.ALL_PRESET``, 11-14 min) and the multi-homed check follow,
+#: after the gc part (``bench.gc.suite.PRESETS["all"]``, about 12 min).
 ALL_DEADLINE_S = 1800.0
 PROFILE_RESERVE_S = 180.0
 
@@ -42,11 +43,12 @@ def commands() -> dict[str, ModuleType]:
     """The subcommands with a module of their own: each has ``add_parser(subparsers)``
     and ``run(args) -> Path``. A new one is one import and one entry here."""
     from bench.comm import between, calls
+    from bench.gc import cli as gc
     from bench.reliability import differential, suite as reliability
     from bench.scale import cli as scale
 
     return {"reliability": reliability, "calls": calls, "differential": differential,
-            "scale": scale, "between": between}
+            "scale": scale, "between": between, "gc": gc}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
              "report": "re-render saved results into markdown + PNG",
              "quick": "ping, stream, 64 KiB and a cluster workload, 3 paired "
                       "repetitions each, in about 2 minutes (the default)",
-             "all": "the full run: comm, cluster, profile (each with TLS) and scale"}
+             "all": "the full run: comm, cluster, profile (each with TLS), gc and scale"}
     for name in SUBCOMMANDS:
         sp = sub.add_parser(name, help=helps[name], description=helps[name])
         sp.add_argument("--schemes", type=_csv, default=None,
@@ -140,10 +142,24 @@ def _replace(bounds: Any, **kw: Any) -> Any:
     return dataclasses.replace(bounds, **{k: v for k, v in kw.items() if v is not None})
 
 
+def render_markdown(doc: dict[str, Any], pl: dict[str, list[str]], out: Path,
+                    no_plots: bool) -> str:
+    """The report of a document, its ``gc`` section (with its plots) last."""
+    from bench.report import markdown
+
+    md = markdown.render(doc, pl)
+    if doc.get("gc"):
+        from bench.gc import report as gc_report
+
+        md += "\n" + gc_report.render(doc["gc"], [] if no_plots
+                                        else gc_report.plots(doc, out))
+    return md
+
+
 def run(args: argparse.Namespace) -> Path:
     """Run a subcommand; returns the output directory."""
     from bench.common import environment, results
-    from bench.report import markdown, plots
+    from bench.report import plots
 
     own = commands().get(args.cmd)
     if own is not None:
@@ -160,7 +176,7 @@ def run(args: argparse.Namespace) -> Path:
                 raise BenchError("report: --out must not hold one of the merged results")
             results.save(doc, out)
         pl = {} if args.no_plots else plots.render_all(doc, out)
-        (out / args.name).write_text(markdown.render(doc, pl))
+        (out / args.name).write_text(render_markdown(doc, pl, out, args.no_plots))
         print(f"wrote {out / args.name}")
         return out
     schemes, loops = _defaults(args)
@@ -199,6 +215,14 @@ def run(args: argparse.Namespace) -> Path:
             pr_gcs = gcs if args.cmd == "profile" or args.gc else [True]
             doc["profile"] = run_profile(pr_schemes, pr_loops, clus_b, pr_gcs, tasks, out,
                                          native=not args.no_native, quiet=args.quiet)
+        if args.cmd == "all":
+            from bench.gc import cli as gc_cli
+            from bench.gc.suite import PRESETS as GC_PRESETS
+
+            doc["gc"] = gc_cli.run_section(
+                [s for s in schemes if s in ("tcp", "asyncio")] or schemes, loops,
+                GC_PRESETS["all" if size == "full" else "smoke"], [False, True],
+                quiet=args.quiet)
         if args.cmd == "all" and not args.no_scale:
             from bench.scale import cli as scale
 
@@ -207,7 +231,7 @@ def run(args: argparse.Namespace) -> Path:
     doc["environment"]["load"] = load.summary()
     results.save(doc, out)
     pl = {} if args.no_plots else plots.render_all(doc, out)
-    md = markdown.render(doc, pl)
+    md = render_markdown(doc, pl, out, args.no_plots)
     (out / "report.md").write_text(md)
     if not args.quiet:
         # The markdown itself, whole: tables keep their width in a pipe, a file or

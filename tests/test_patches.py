@@ -339,6 +339,39 @@ async def check_0010():
     return "; ".join(got)
 
 
+async def check_0011():
+    import gc
+    from collections import Counter
+
+    from distributed.batched import BatchedSend
+
+    comm, serv = await comm_pair()
+    b = BatchedSend(interval="2ms")
+    b.start(comm)
+    try:
+        b.send("warm-up")
+        await serv.read()
+        gc.collect()
+        gc.disable()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            for i in range(30):  # each batch waits out the interval after the last
+                b.send(i)
+                assert list(await asyncio.wait_for(serv.read(), 10)) == [i]
+            await asyncio.sleep(0.01)  # the empty expiry after the last batch
+            gc.collect()
+            garbage = Counter(type(o).__name__ for o in gc.garbage)
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+            gc.enable()
+    finally:
+        b.abort()
+        serv.abort()
+    assert not garbage, f"cyclic garbage after 30 batches: {dict(garbage)}"
+    return "30 batches, each after an expired interval: no cyclic garbage"
+
+
 async def main():
     for name, fn in sorted(globals().items()):
         if name.startswith("check_"):

@@ -45,9 +45,9 @@ def validate(doc: Any) -> list[str]:
     for key in ("cpu_model", "cpu_count", "python", "versions"):
         if key not in env:
             errs.append(f"environment.{key} missing")
-    if not any(k in doc for k in ("comm", "cluster", "profile", "scale")):
-        errs.append("no comm, cluster, profile or scale section")
-    for name in ("comm", "cluster", "scale"):
+    if not any(k in doc for k in ("comm", "cluster", "profile", "scale", "gc")):
+        errs.append("no comm, cluster, profile, scale or gc section")
+    for name in ("comm", "cluster", "scale", "gc"):
         sec = doc.get(name)
         if sec is None:
             continue
@@ -116,7 +116,7 @@ def load(path: str | Path) -> dict[str, Any]:
 
 #: Sections whose runs are merged sample by sample; any other section (profile,
 #: multihome) is taken whole from the first document that has it.
-SAMPLED = ("comm", "cluster", "scale")
+SAMPLED = ("comm", "cluster", "scale", "gc")
 
 
 def _merge_section(secs: list[dict[str, Any]]) -> dict[str, Any]:

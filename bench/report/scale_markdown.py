@@ -155,7 +155,8 @@ def render(sec: dict[str, Any], plots: list[str] | None = None) -> str:
     out += _blocks(cost_table(sec, wl, "sched_cpu_us") for wl in sec["workloads"])
     out += ["### The short tasks in detail", ""]
     out += _blocks(cost_table(sec, "map", stat)
-                   for stat in ("loop_cpu_us", "sched_sys_us", "wall_s", "workers_cpu_us"))
+                   for stat in ("loop_cpu_us", "sched_sys_us", "wall_s", "workers_cpu_us",
+                                "gc_cpu_us", "gc_freed", "gc_pause_ms"))
     out += [count_table(sec, "map"), ""]
     out += ["### The scheduler's MainThread at the largest worker count (py-spy, %)", "",
             profile_table(sec), "",

@@ -21,6 +21,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from bench.gc import metrics as gc_metrics, probe as gc_probe, suite as gc_suite
 from bench.scale import graphs, metrics
 from bench.scale.lifeline import die_with_parent
 
@@ -53,12 +54,15 @@ async def run_once(client: Any, spec: dict[str, Any], name: str,
     await client.run_on_scheduler(gc.collect)
     pids, wire = spec["worker_pids"], spec["wire"]
     timeout = spec["timeout_s"]
+    collector: dict[str, Any] | None = None
     if name == "map":
+        await client.run_on_scheduler(gc_probe.start)
         before = await metrics.snapshot(client, spec["scheduler_pid"], pids, wire,
                                         before=True)
         futures = await asyncio.wait_for(graphs.submit_map(client, sizes.map), timeout)
         after = await metrics.snapshot(client, spec["scheduler_pid"], pids, wire,
                                        before=False)
+        collector = await client.run_on_scheduler(gc_probe.stop)
         ntasks = len(futures)
         await graphs.check_map(client, futures)
         del futures
@@ -73,7 +77,10 @@ async def run_once(client: Any, spec: dict[str, Any], name: str,
         if result != wl.expected:
             raise RuntimeError(f"{name}: result {result} != expected {wl.expected}")
     await forget(client)
-    return after.per_task(before, ntasks)
+    values = after.per_task(before, ntasks)
+    if collector is not None:
+        values.update(gc_metrics.scale_values(collector, ntasks))
+    return values
 
 
 async def profiled(client: Any, spec: dict[str, Any], sizes: graphs.Sizes) -> dict[str, Any]:
@@ -118,6 +125,10 @@ async def drive(spec: dict[str, Any]) -> dict[str, Any]:
                                       "error": f"{type(exc).__name__}: {exc}",
                                       "traceback": traceback.format_exc(limit=8)})
                 await forget(client)
+        if spec.get("gc_attribution"):
+            # one more map, with the collector's garbage attributed (bench.gc)
+            out["gc_attribution"] = await gc_suite.measure(
+                client, sizes.map, spec["timeout_s"], attribution=True)
         if spec.get("profile"):
             out["profile"] = await profiled(client, spec, sizes)
     finally:

@@ -35,6 +35,11 @@ STATS: dict[str, tuple[str, str, bool, bool]] = {
     "wire_tx_bytes": ("bytes sent per task (interface)", "B", False, False),
     "wire_rx_pkts": ("packets received per task (interface)", "", False, False),
     "wire_tx_pkts": ("packets sent per task (interface)", "", False, False),
+    # the scheduler's garbage collector during the map (bench.gc.probe, timing mode)
+    "gc_cpu_us": ("scheduler GC CPU per task", "µs", False, True),
+    "gc_full": ("full collections per 1,000 tasks", "", False, False),
+    "gc_pause_ms": ("longest GC pause", "ms", False, False),
+    "gc_freed": ("objects the collector freed per task", "", False, False),
 }
 #: How the report names each workload.
 WORKLOAD_TITLES = {"map": "short tasks", "graph": "large graph"}

@@ -31,16 +31,23 @@ def run_cluster(scheme: str, loop: str, workers: int, hosts: dict[str, Host],
                 tls: HostTLS | None, workdir: Path, sizes: Sizes, bounds: RunBounds,
                 config: dict[str, Any] | None = None,
                 profile: dict[str, Any] | None = None,
-                workloads: list[str] | None = None) -> dict[str, Any]:
+                workloads: list[str] | None = None,
+                pythonpath: str | None = None,
+                gc_attribution: bool = False) -> dict[str, Any]:
     """Start a cluster, run the driver on the client host, stop everything.
 
     ``workloads`` (default: every one ``sizes`` names) run in that order.
+    ``pythonpath`` goes first on every host's PYTHONPATH (a patched
+    distributed); ``gc_attribution`` runs the map once more with the garbage
+    collector's garbage attributed (:mod:`bench.gc.probe`).
     Returns the driver's result (``values`` per workload, ``errors``,
     ``loop_classes``, ``profile``) plus the cluster's shape.
     """
     tls = tls if is_tls(scheme) else None
     with ScaleCluster(scheme, loop, workers, hosts, workdir, tls, config=config,
-                      start_timeout=bounds.start_timeout_s) as cluster:
+                      start_timeout=bounds.start_timeout_s,
+                      pythonpath={h: pythonpath for h in hosts} if pythonpath else None
+                      ) as cluster:
         spec = {
             "scheduler_file": str(cluster.scheduler_file),
             "scheduler_pid": cluster.scheduler_pid,
@@ -53,13 +60,15 @@ def run_cluster(scheme: str, loop: str, workers: int, hosts: dict[str, Host],
             "timeout_s": bounds.workload_timeout_s,
             "start_timeout_s": bounds.start_timeout_s,
             "profile": profile,
+            "gc_attribution": gc_attribution,
         }
         spec_file, out_file = workdir / "driver-spec.json", workdir / "driver-out.json"
         spec_file.write_text(json.dumps(spec))
         out_file.unlink(missing_ok=True)
         driver = cluster.spawn("c", "driver", ["-m", "bench.scale.driver",
                                                str(spec_file), str(out_file)])
-        deadline = time.monotonic() + bounds.driver_timeout(len(spec["workloads"]))
+        deadline = time.monotonic() + bounds.driver_timeout(
+            len(spec["workloads"]) + gc_attribution)
         while driver.poll() is None:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"driver did not finish in time: {cluster.log_tail('driver')}")
