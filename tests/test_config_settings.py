@@ -36,7 +36,7 @@ def test_settings_follow_distributed_timeouts_and_shard() -> None:
 
 
 def test_tls_handshake_gets_the_connect_timeout_and_shutdown_the_tcp_one() -> None:
-    """The TLS shutdown, which close() no longer waits for (issue 16.8), is
+    """The TLS shutdown, which close() does not wait for, is
     bounded as the kernel bounds the stock comm's unsent bytes: timeouts.tcp."""
     import asyncio
 

@@ -300,7 +300,7 @@ def test_compiled_decoder_is_built_unless_pure_is_forced(impl) -> None:
 def test_large_buffers_are_allocated_whether_or_not_earlier_messages_are_read(impl) -> None:
     """A large frame gets its own buffer as soon as its length is known, with
     earlier messages unread: the decoder never waits for its reader (a peer that
-    writes, then reads, must not wait for this side's application; issue 16.4)."""
+    writes, then reads, must not wait for this side's application)."""
     allocations: list[int] = []
 
     def alloc(n: int) -> memoryview:

@@ -107,7 +107,7 @@ def _intact(messages: list[Any], n: int, size: int) -> None:
 async def check_close_does_not_wait_for_a_blocked_peer(
     variant: Variant, certs: Certs
 ) -> None:
-    """Item 16.8: ``close()`` returns once what was written is in the kernel,
+    """``close()`` returns once what was written is in the kernel,
     without waiting for a peer whose event loop is blocked (over TLS: without
     waiting for its close_notify), and the peer then receives every byte."""
     with dask.config.set({"distributed.comm.timeouts.connect": CONNECT_TIMEOUT}):
@@ -127,7 +127,7 @@ async def check_close_does_not_wait_for_a_blocked_peer(
 async def check_close_flushes_more_than_the_kernel_holds(
     variant: Variant, certs: Certs
 ) -> None:
-    """Item 16.8: with more written than the kernel's buffers hold, ``close()``
+    """With more written than the kernel's buffers hold, ``close()``
     waits for the blocked peer to take it (as the stock comm's flush does) and
     cuts nothing off, however long the peer stays blocked."""
     n, size = 24, 2 << 20

@@ -49,7 +49,7 @@ async def _until_handled(server: Server) -> None:
 async def check_server_handles_requests_pipelined_before_close(
     variant: Variant, certs: Certs
 ) -> None:
-    """Item 16.1: requests that arrived before the peer's FIN are all handled:
+    """Requests that arrived before the peer's FIN are all handled:
     ``closed()`` stays False while complete messages remain unread."""
     seen: list[int] = []
     client_closed = asyncio.Event()
@@ -77,7 +77,7 @@ async def check_server_handles_requests_pipelined_before_close(
 async def check_unread_messages_keep_comm_open_after_peer_close(
     variant: Variant, certs: Certs
 ) -> None:
-    """Item 16.1 at the comm level: after the peer wrote and closed, ``closed()``
+    """At the comm level: after the peer wrote and closed, ``closed()``
     is False until the last message is read, then the next read raises."""
     done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
@@ -100,7 +100,7 @@ async def check_unread_messages_keep_comm_open_after_peer_close(
 
 
 async def check_reply_written_before_abort_arrives(variant: Variant, certs: Certs) -> None:
-    """Item 16.2: ``Server`` answers ``close`` with "OK" and aborts at once; a
+    """``Server`` answers ``close`` with "OK" and aborts at once; a
     client that pipelined ``ping`` and ``close`` gets both replies."""
     async with running_server(variant, certs, {"ping": lambda: "pong"}) as server:
         comm = await connect_to(variant, certs, server.address)
@@ -116,7 +116,7 @@ async def check_reply_written_before_abort_arrives(variant: Variant, certs: Cert
 async def check_writes_then_abort_deliver_what_was_written(
     variant: Variant, certs: Certs
 ) -> None:
-    """Item 16.2 at the comm level: every ``write()`` that returned before
+    """At the comm level: every ``write()`` that returned before
     ``abort()`` reaches the peer when the kernel can take it at once (a few
     messages of up to 64 KiB, written in one go and in separate iterations)."""
     got: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
@@ -143,7 +143,7 @@ async def check_writes_then_abort_deliver_what_was_written(
 async def check_second_concurrent_read_raises_and_aborts(
     variant: Variant, certs: Certs
 ) -> None:
-    """Item 16.5: a second ``read()`` while one is pending raises at once (the
+    """A second ``read()`` while one is pending raises at once (the
     stock comm raises tornado's ``AssertionError("Already reading")``) and aborts
     the comm, which wakes the first read with ``CommClosedError``."""
 
@@ -164,7 +164,7 @@ async def check_second_concurrent_read_raises_and_aborts(
 
 
 async def check_pending_read_wakes_on_connection_loss(variant: Variant, certs: Certs) -> None:
-    """Item 16.5: a pending read is woken when the peer resets the connection."""
+    """A pending read is woken when the peer resets the connection."""
     server_side: asyncio.Future[Comm] = asyncio.get_running_loop().create_future()
 
     async def handler(comm: Comm) -> None:
@@ -204,7 +204,7 @@ def _checksum(msg: Any) -> list[int]:
 
 
 async def check_write_then_read_in_one_task(variant: Variant, certs: Certs) -> None:
-    """Item 16.4: ``await a.write(msg)`` then ``await b.read()`` in the same task
+    """``await a.write(msg)`` then ``await b.read()`` in the same task
     completes: the receiving side keeps receiving up to ``read-pause`` bytes
     whether or not its application is reading."""
     server_side: asyncio.Future[Comm] = asyncio.get_running_loop().create_future()
@@ -230,7 +230,7 @@ async def check_write_then_read_in_one_task(variant: Variant, certs: Certs) -> N
 async def check_peers_writing_to_each_other_do_not_deadlock(
     variant: Variant, certs: Certs
 ) -> None:
-    """Item 16.4: two peers that both write large messages before either reads
+    """Two peers that both write large messages before either reads
     both complete (below ``read-pause``)."""
     server_side: asyncio.Future[Comm] = asyncio.get_running_loop().create_future()
 

@@ -117,7 +117,7 @@ async def _in_handshake(variant: Variant, certs: Certs, address: str) -> Any:
     return comm
 
 
-# -- item 3: stop() leaves established comms ----------------------------------
+# -- stop() leaves established comms ------------------------------------------
 
 
 async def check_stop_leaves_established_comms_open(variant: Variant, certs: Certs) -> None:
@@ -165,7 +165,7 @@ async def check_server_stop_aborts_handshaking_comms(variant: Variant, certs: Ce
         server.stop()
 
 
-# -- item 12: addresses after stop() ------------------------------------------
+# -- addresses after stop() --------------------------------------------------
 
 
 async def check_addresses_raise_after_stop(variant: Variant, certs: Certs) -> None:
@@ -184,7 +184,7 @@ async def check_addresses_raise_after_stop(variant: Variant, certs: Certs) -> No
             read()
 
 
-# -- item 6: no IPv6 in the kernel --------------------------------------------
+# -- no IPv6 in the kernel ----------------------------------------------------
 
 
 class _NoIPv6Socket(socket.socket):
@@ -226,7 +226,7 @@ async def check_listen_on_all_interfaces_without_ipv6(variant: Variant, certs: C
             await roundtrip(variant, certs, f"{variant.scheme}://127.0.0.1:{port}")
 
 
-# -- item 9: SO_REUSEADDR on POSIX --------------------------------------------
+# -- SO_REUSEADDR on POSIX ----------------------------------------------------
 
 
 async def check_port_rebinds_while_closed_connections_linger(

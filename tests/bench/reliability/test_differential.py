@@ -89,6 +89,6 @@ def test_only_a_safer_closed_is_excused() -> None:
     safer = {s.name: s.applies for s in compare.SAFER}["closed-while-unread"]
     where = "step 3 A.close() closed"
     assert safer(where, "AT BT*", "AT BF*")  # ours keeps serving what is unread
-    assert not safer(where, "AT BF*", "AT BT*")  # the other way is issue 16 item 1
+    assert not safer(where, "AT BF*", "AT BT*")  # closed() True with a message unread: the bug
     assert not safer(where, "AT BT", "AT BF")  # nothing unread: not excused
     assert not safer("step 3 B.read()", "AT BT*", "AT BF*")
