@@ -56,7 +56,10 @@ compressed ones) is handed to distributed's steps, which then do not unpack it
 again.
 
 numpy is never imported here: both fast paths are armed by the first array,
-whose module is loaded by then.
+whose module is loaded by then (and so is distributed's ``protocol.numpy``,
+which arming imports). Once armed, they are checked against distributed's own
+steps on a canonical array message (:func:`asynciocomm.selfcheck.array_difference`);
+a difference turns both off, with one WARNING.
 """
 
 from __future__ import annotations
@@ -154,6 +157,8 @@ def _applies(obj: Any, serializers: Any) -> bool:
     if type(obj) is not Serialize:
         return False
     if not _Fast.armed:
+        if type(obj.data).__name__ != "ndarray":
+            return False  # armed by the first array: other data does not pay for it
         _arm()
     return (
         _Fast.serialize is not None
@@ -240,6 +245,8 @@ def read_array(frames: list[Any], offset: int, deserializers: Any) -> tuple[Any,
     the caller's own, as distributed's decode hook would have made it), else
     None, and the caller unpacks it."""
     if not _Fast.armed:
+        if b"ndarray" not in bytes(frames[offset]):
+            return NOT_FAST, None  # armed by the first array: other data does not pay for it
         _arm()
     if _Fast.deserialize is None:
         return NOT_FAST, None

@@ -8,14 +8,14 @@ process, :func:`differences` encodes a fixed set of canonical messages,
 one of each kind the fast path handles (plain msgpack, sets and enums, a task
 spec pickled by reference and one pickled by value, out-of-band pickle buffers,
 the second pass for an object msgpack cannot take, ``Serialize`` and
-``Serialized`` data, and a NumPy array when numpy is loaded), with the fast
-codec and with distributed's ``dumps``; it reads distributed's frames with the
+``Serialized`` data), with the fast codec and with distributed's ``dumps``; it reads distributed's frames with the
 fast codec and with distributed's ``loads``; and it sizes each message as
 ``to_frames`` does. The first difference is returned; :mod:`asynciocomm.codecs`
 then gives every comm distributed's own path. The same pass compares the
 encoder's framing of distributed's frames with the stock comm's writer.
-:func:`array_difference` checks the NumPy fast paths the same way when they are
-armed (at the first array).
+:func:`array_difference` checks the NumPy fast paths the same way, on a message
+of NumPy arrays, when they are armed (at the first array), so that a process
+that never sends arrays never imports distributed's ``protocol.numpy`` for it.
 
 Everything is looked up at the time of the check (``distributed.protocol.dumps``
 and ``loads`` as the package holds them, which is what ``to_frames`` and
@@ -231,29 +231,19 @@ def _differences(codec_class: type, messages: Messages) -> tuple[str | None, str
     return codec, framing
 
 
-#: The thread running :func:`differences`, if one is.
-_checking: int | None = None
-
-
 def differences(codec_class: type) -> tuple[str | None, str | None]:
     """How ``codec_class`` (the fast codec) differs from distributed's ``dumps``
     and ``loads`` on the canonical messages, and how the encoder's framing of
     distributed's frames differs from the stock comm's writer (``None``, None)
     where they agree). The framing is not checked where distributed has no
     ``_add_frames_header`` to compare with."""
-    global _checking
-    _checking = threading.get_ident()
-    try:
-        return _differences(codec_class, canonical_messages(sys.modules.get("numpy")))
-    finally:
-        _checking = None
+    # No array here: arming the NumPy fast paths imports distributed's
+    # protocol.numpy (numpy.ma with it, 50 ms); they are checked when armed.
+    return _differences(codec_class, canonical_messages())
 
 
 def array_difference(codec_class: type, numpy: ModuleType) -> str | None:
-    """The first difference of the fast codec on the canonical NumPy message
-    (None inside :func:`differences`, whose messages include it)."""
-    if _checking == threading.get_ident():
-        return None
+    """The first difference of the fast codec on the canonical NumPy message."""
     return _differences(codec_class, canonical_messages(numpy)[-1:])[0]
 
 

@@ -15,6 +15,7 @@ pickle of another protocol, another framing.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import logging
 import os
@@ -65,7 +66,8 @@ def test_the_self_check_passes_on_this_release() -> None:
 
 
 def test_the_self_check_goes_through_each_fast_path(monkeypatch) -> None:
-    """Each fast path is taken by some canonical message, so a change there shows."""
+    """Each fast path is taken by some canonical message, so a change there shows
+    (the NumPy ones by the message checked when they arm)."""
     taken: dict[str, int] = {}
 
     def spy(module: Any, name: str, taken_if: Any = lambda result: True) -> None:
@@ -96,8 +98,11 @@ def test_the_self_check_goes_through_each_fast_path(monkeypatch) -> None:
     spy(sizing, "_size")  # the offload sizing's own walk
     monkeypatch.setattr(arrays, "_read_cache", {})
     assert selfcheck.differences(MessageCodec) == (None, None)
-    assert set(taken) == {"by_value", "_DaskPickler", "_applies", "_checked",
-                          "_unpackb", "loads", "second_pass", "_size"}
+    assert set(taken) == {"by_value", "_DaskPickler", "_unpackb", "loads", "second_pass",
+                          "_size"}
+    taken.clear()
+    assert selfcheck.array_difference(MessageCodec, np) is None
+    assert {"_applies", "_checked"} <= set(taken)
 
 
 # --- release-like changes that the self-check must catch --------------------------
@@ -155,6 +160,29 @@ def test_a_pickle_of_another_protocol_is_caught(monkeypatch) -> None:
     monkeypatch.setattr(distributed_pickle, "dumps", changed)
     assert selfcheck.differences(MessageCodec)[0] == (
         "compute-task: frame 1 differs from distributed's dumps")
+
+
+def test_an_array_header_of_other_bytes_is_caught_when_the_array_paths_arm(
+        monkeypatch, caplog) -> None:
+    core = importlib.import_module("distributed.protocol.core")
+    split = core.serialize_and_split
+
+    def changed(*args: Any, **kwargs: Any) -> Any:
+        header, frames = split(*args, **kwargs)
+        return {**header, "new": True}, frames
+
+    monkeypatch.setattr(core, "serialize_and_split", changed)
+    for name in ("armed", "ndarray", "serialize", "deserialize", "deserialize_bare"):
+        monkeypatch.setattr(arrays._Fast, name, None)  # restored afterwards
+    arrays._Fast.armed = False
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, "distributed.comm.asyncio"):
+        arrays._arm()
+    assert arrays._Fast.armed
+    assert arrays._Fast.serialize is None and arrays._Fast.deserialize is None
+    [record] = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert f"distributed {distributed.__version__}" in record.getMessage()
+    assert "array: frame 1 differs from distributed's dumps" in record.getMessage()
 
 
 def test_another_framing_is_caught(monkeypatch) -> None:
