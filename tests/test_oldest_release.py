@@ -30,15 +30,20 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 
 #: Run there: the self-check and the private names, the bytes and objects of
-#: every message kind against distributed's, the comm's behaviour, the takeover
-#: against the stock comm (both ways, across processes), and clusters.
+#: every message kind against distributed's, the framing against the stock
+#: writer's, the transport against the stock comm's behaviour (conformance, with
+#: stock tcp/tls as the reference), the takeover against the stock comm (both
+#: ways, across processes), and clusters.
 MODULES = [
     "tests/test_compatibility.py",
     "tests/test_serialization.py",
     "tests/test_packing.py",
     "tests/test_pickling.py",
     "tests/test_arrays.py",
+    "tests/test_encoder.py",
     "tests/test_comm.py",
+    "tests/test_conformance.py",
+    "tests/test_listener.py",
     "tests/test_interop.py",
     "tests/test_takeover.py",
     "tests/test_cluster.py",
