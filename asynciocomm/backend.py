@@ -11,7 +11,6 @@ from typing import Any
 
 from distributed.comm.addressing import parse_host_port, unparse_host_port
 from distributed.comm.registry import Backend
-from distributed.comm.tcp import TCPBackend
 from distributed.utils import ensure_ip
 
 from asynciocomm.connector import AsyncioConnector
@@ -57,10 +56,11 @@ class _IPBackend(Backend):
     def get_local_address_for(self, loc: str) -> str:
         # The stock tcp backend's answer: how it finds the local address of an
         # IPv6 peer differs between releases (2024.12 calls get_ipv6 for it).
-        return _STOCK.get_local_address_for(loc)
+        # Imported here: the takeover's entry point (patches/0001) imports this
+        # module while distributed.comm itself is being imported.
+        from distributed.comm.tcp import TCPBackend
 
-
-_STOCK = TCPBackend()
+        return TCPBackend().get_local_address_for(loc)
 
 
 class AsyncioBackend(_IPBackend):

@@ -112,7 +112,7 @@ def main(spec: list[str]) -> dict[str, Any]:
     arrays._arm()
     return {
         "missing": sorted(internals.MISSING),
-        "codec": codecs.FAST.__name__,
+        "codec": codecs.decided()[0].__name__,
         "on": {
             "by_value": bool(pickling._SKIPPABLE),
             "pickle_steps": bool(pickling._STEPS),

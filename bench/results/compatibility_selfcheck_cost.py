@@ -1,14 +1,15 @@
-"""The self-check's cost at import, paired: ``import asynciocomm`` with it and
-without it, in fresh processes, alternating (ABBA), for each interpreter given.
+"""The self-check's cost, paired: ``import asynciocomm`` and the decision made at
+a process's first comm (``codecs.decided()``), with the check and without it, in
+fresh processes, alternating (ABBA), for each interpreter given.
 
     python bench/results/compatibility_selfcheck_cost.py --pairs 15 PYTHON [PYTHON ...]
 
 Each PYTHON is the interpreter of an environment with asynciocomm installed
 (e.g. one per distributed release). In every process distributed is imported
 first, untimed (any process that imports asynciocomm has it), then the import
-of asynciocomm is timed (wall and CPU): "with" runs the self-check as it is,
-"without" replaces ``selfcheck.differences`` by a function that finds nothing,
-so the processes differ in the check alone. Printed per interpreter: the
+of asynciocomm and the decision are timed (wall and CPU): "with" runs the
+self-check as it is, "without" replaces ``selfcheck.differences`` by a function
+that finds nothing, so the processes differ in the check alone. Printed per interpreter: the
 releases, the median of each side, and the median of the paired differences
 (with, minus without) with their range; the last line is all of it as JSON.
 """
@@ -21,21 +22,18 @@ import statistics
 import subprocess
 import sys
 
-#: One process: import asynciocomm as its package would be, the self-check kept
-#: or replaced, and print the import's wall and CPU seconds.
+#: One process: import asynciocomm and decide, the self-check kept or replaced,
+#: and print the wall and CPU seconds of both.
 PROBE = r"""
-import importlib.util, json, sys, time
+import json, sys, time
 import distributed, dask
 skip = sys.argv[1] == "without"
 wall, cpu = time.perf_counter(), time.process_time()
-spec = importlib.util.find_spec("asynciocomm")
-package = importlib.util.module_from_spec(spec)
-sys.modules["asynciocomm"] = package
-from asynciocomm import selfcheck
+import asynciocomm
+from asynciocomm import codecs, selfcheck
 if skip:
     selfcheck.differences = lambda codec_class: (None, None)
-spec.loader.exec_module(package)
-from asynciocomm import codecs
+codecs.decided()
 wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
 assert codecs.FAST.__name__ == "MessageCodec", codecs.OFF_BECAUSE
 print(json.dumps({"wall": wall, "cpu": cpu, "release": selfcheck.release(),
@@ -80,7 +78,7 @@ def main() -> None:
         results.append(r)
         for key in ("wall", "cpu"):
             d = r[key]
-            print(f"{r['release']}: import asynciocomm, {key}: with the check "
+            print(f"{r['release']}: import asynciocomm and decide, {key}: with the check "
                   f"{d['with']['median_ms']:.1f} ms, without {d['without']['median_ms']:.1f} ms; "
                   f"the check {d['difference']['median_ms']:.1f} ms "
                   f"({d['difference']['min_ms']:.1f} to {d['difference']['max_ms']:.1f}, "
