@@ -7,7 +7,8 @@ fresh processes, alternating (ABBA), for each interpreter given.
 Each PYTHON is the interpreter of an environment with asynciocomm installed
 (e.g. one per distributed release). In every process distributed is imported
 first, untimed (any process that imports asynciocomm has it), then the import
-of asynciocomm and the decision are timed (wall and CPU): "with" runs the
+of asynciocomm and the decision are timed (wall and CPU), and the decision
+alone (less noisy: the import's own spread is tens of ms): "with" runs the
 self-check as it is, "without" replaces ``selfcheck.differences`` by a function
 that finds nothing, so the processes differ in the check alone. Printed per interpreter: the
 releases, the median of each side, and the median of the paired differences
@@ -33,11 +34,13 @@ import asynciocomm
 from asynciocomm import codecs, selfcheck
 if skip:
     selfcheck.differences = lambda codec_class: (None, None)
+decide_wall, decide_cpu = time.perf_counter(), time.process_time()
 codecs.decided()
-wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+now_wall, now_cpu = time.perf_counter(), time.process_time()
 assert codecs.FAST.__name__ == "MessageCodec", codecs.OFF_BECAUSE
-print(json.dumps({"wall": wall, "cpu": cpu, "release": selfcheck.release(),
-                  "numpy": "numpy" in sys.modules}))
+print(json.dumps({"wall": now_wall - wall, "cpu": now_cpu - cpu,
+                  "decide_wall": now_wall - decide_wall, "decide_cpu": now_cpu - decide_cpu,
+                  "release": selfcheck.release(), "numpy": "numpy" in sys.modules}))
 """
 
 
@@ -60,7 +63,7 @@ def measure(python: str, pairs: int) -> dict:
             runs[side].append(_run(python, side))
     out: dict = {"python": python, "release": runs["with"][0]["release"],
                  "numpy_loaded": runs["with"][0]["numpy"], "pairs": pairs}
-    for key in ("wall", "cpu"):
+    for key in ("wall", "cpu", "decide_wall", "decide_cpu"):
         with_, without = ([r[key] for r in runs[s]] for s in ("with", "without"))
         out[key] = {"with": _summary(with_), "without": _summary(without),
                     "difference": _summary([a - b for a, b in zip(with_, without)])}
@@ -76,9 +79,10 @@ def main() -> None:
     for python in args.python:
         r = measure(python, args.pairs)
         results.append(r)
-        for key in ("wall", "cpu"):
+        for key in ("wall", "cpu", "decide_wall", "decide_cpu"):
             d = r[key]
-            print(f"{r['release']}: import asynciocomm and decide, {key}: with the check "
+            what = "the decision alone" if key.startswith("decide") else "import and decision"
+            print(f"{r['release']}: {what}, {key.rpartition('_')[2]}: with the check "
                   f"{d['with']['median_ms']:.1f} ms, without {d['without']['median_ms']:.1f} ms; "
                   f"the check {d['difference']['median_ms']:.1f} ms "
                   f"({d['difference']['min_ms']:.1f} to {d['difference']['max_ms']:.1f}, "
