@@ -22,7 +22,7 @@ from contextvars import ContextVar
 from typing import Any
 
 #: The fast paths, as :data:`MISSING` and the log name them.
-CODEC = "the fast codec (asynciocomm.serialization: every message through to_frames/from_frames)"
+CODEC = "the fast codec (asynciocomm.serialization; without it, to_frames/from_frames)"
 BY_VALUE = "a task of a local function pickled by cloudpickle alone (asynciocomm.pickling.by_value)"
 PICKLE_STEPS = "distributed's pickle.dumps step for step (asynciocomm.pickling.pickle_dumps)"
 ARRAY_WRITE = "NumPy arrays serialized without the generic steps (asynciocomm.arrays)"
