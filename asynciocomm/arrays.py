@@ -56,7 +56,10 @@ compressed ones) is handed to distributed's steps, which then do not unpack it
 again.
 
 numpy is never imported here: both fast paths are armed by the first array,
-whose module is loaded by then.
+whose module is loaded by then (and so is distributed's ``protocol.numpy``,
+which arming imports). Once armed, they are checked against distributed's own
+steps on a canonical array message (:func:`asynciocomm.selfcheck.array_difference`);
+a difference turns both off, with one WARNING.
 """
 
 from __future__ import annotations
@@ -77,11 +80,16 @@ from distributed.protocol.serialize import (
     serialize_and_split,
     typename,
 )
-from distributed.protocol.utils import frame_split_size, msgpack_opts
+from distributed.protocol.utils import frame_split_size
 
+from asynciocomm import internals
 from asynciocomm.metering import listening, unobserved
 
 _split = unobserved(serialize_and_split)
+# Private names (asynciocomm.internals): where one is missing, that side's fast
+# path stays off.
+_serialize_lookup: Any = internals.SERIALIZE_LOOKUP
+_deserialize_lookup: Any = internals.DESERIALIZE_LOOKUP
 
 
 class _Fast:
@@ -119,29 +127,45 @@ def _arm() -> None:
     _Fast.type_serialized = type_serialized
     _Fast.ndarray = ndarray
     # Registered where the fast paths check them on every call.
-    if serialize is serialize_numpy_ndarray and dask_serialize._lookup.get(ndarray) is serialize:
+    if (
+        serialize is serialize_numpy_ndarray
+        and _serialize_lookup is not None
+        and _serialize_lookup.get(ndarray) is serialize
+    ):
         _Fast.serialize = serialize
-    bare = getattr(deserialize, "__wrapped__", None)
+    bare = internals.unwrapped(deserialize)
     if (
         deserialize is deserialize_numpy_ndarray
-        and callable(bare)
-        and dask_deserialize._lookup.get(ndarray) is deserialize
+        and bare is not None
+        and _deserialize_lookup is not None
+        and _UNPACK_OPTS is not None
+        and _deserialize_lookup.get(ndarray) is deserialize
     ):
         _Fast.deserialize = deserialize
         _Fast.deserialize_bare = bare
+    if _Fast.serialize is not None or _Fast.deserialize is not None:
+        from asynciocomm import selfcheck
+        from asynciocomm.serialization import MessageCodec
+
+        difference = selfcheck.array_difference(MessageCodec, numpy)
+        if difference is not None:
+            _Fast.serialize = _Fast.deserialize = _Fast.deserialize_bare = None
+            selfcheck.report(f"{internals.ARRAY_WRITE} and reading is off: {difference}")
 
 
 def _applies(obj: Any, serializers: Any) -> bool:
     if type(obj) is not Serialize:
         return False
     if not _Fast.armed:
+        if type(obj.data).__name__ != "ndarray":
+            return False  # armed by the first array: other data does not pay for it
         _arm()
     return (
         _Fast.serialize is not None
         and type(obj.data) is _Fast.ndarray
         and (serializers is None or (len(serializers) > 0 and serializers[0] == "dask"))
         and families.get("dask", (None,))[0] is dask_dumps
-        and dask_serialize._lookup.get(_Fast.ndarray) is _Fast.serialize
+        and _serialize_lookup.get(_Fast.ndarray) is _Fast.serialize
         and not cloudpickle.list_registry_pickle_by_value()
         and not listening()
     )
@@ -189,7 +213,9 @@ NOT_FAST: Any = object()
 #: Bounded: a stream of ever new shapes empties it whenever it is full.
 _read_cache: dict[bytes, tuple[dict[str, Any], int]] = {}
 READ_CACHE_ENTRIES = 256
-_UNPACK_OPTS = dict(use_list=False, **msgpack_opts)
+_UNPACK_OPTS: Any = (
+    dict(use_list=False, **internals.MSGPACK_OPTS) if internals.MSGPACK_OPTS is not None else None
+)
 
 
 def _checked(header: Any) -> tuple[dict[str, Any], int] | None:
@@ -219,6 +245,8 @@ def read_array(frames: list[Any], offset: int, deserializers: Any) -> tuple[Any,
     the caller's own, as distributed's decode hook would have made it), else
     None, and the caller unpacks it."""
     if not _Fast.armed:
+        if b"ndarray" not in bytes(frames[offset]):
+            return NOT_FAST, None  # armed by the first array: other data does not pay for it
         _arm()
     if _Fast.deserialize is None:
         return NOT_FAST, None
@@ -227,7 +255,7 @@ def read_array(frames: list[Any], offset: int, deserializers: Any) -> tuple[Any,
         _Fast.type_serialized not in key  # no array's header: other data stays cheap
         or not (deserializers is None or "dask" in deserializers)
         or families.get("dask", (None, None))[1] is not dask_loads
-        or dask_deserialize._lookup.get(_Fast.ndarray) is not _Fast.deserialize
+        or _deserialize_lookup.get(_Fast.ndarray) is not _Fast.deserialize
         or listening()
     ):
         return NOT_FAST, None

@@ -11,7 +11,7 @@ from typing import Any
 
 from distributed.comm.addressing import parse_host_port, unparse_host_port
 from distributed.comm.registry import Backend
-from distributed.utils import ensure_ip, get_ip
+from distributed.utils import ensure_ip
 
 from asynciocomm.connector import AsyncioConnector
 from asynciocomm.listener import AsyncioListener
@@ -54,8 +54,13 @@ class _IPBackend(Backend):
         return unparse_host_port(ensure_ip(host), port)
 
     def get_local_address_for(self, loc: str) -> str:
-        host, _ = parse_host_port(loc)
-        return unparse_host_port(get_ip(ensure_ip(host)), None)
+        # The stock tcp backend's answer: how it finds the local address of an
+        # IPv6 peer differs between releases (2024.12 calls get_ipv6 for it).
+        # Imported here: the takeover's entry point (patches/0001) imports this
+        # module while distributed.comm itself is being imported.
+        from distributed.comm.tcp import TCPBackend
+
+        return TCPBackend().get_local_address_for(loc)
 
 
 class AsyncioBackend(_IPBackend):

@@ -12,7 +12,7 @@ from distributed.comm.utils import from_frames
 from asynciocomm.speedups import encode_frames, encode_single
 from asynciocomm.config import C_INT_MAX
 from asynciocomm.protocol import FramedProtocol
-from asynciocomm.serialization import FALLBACK, MessageCodec
+from asynciocomm.codecs import FALLBACK, new_codec
 from asynciocomm.log import get_logger
 
 logger = get_logger(__name__)
@@ -59,7 +59,7 @@ class AsyncioComm(Comm):
         self._local_addr = local_addr
         self._peer_addr = peer_addr
         self._coalesce = protocol.settings.coalesce
-        self._codec = MessageCodec()
+        self._codec = new_codec()
         self._extra: dict[str, Any] = {}
         shard = protocol.settings.shard
         if protocol.extra_info("sslcontext") is not None:

@@ -21,16 +21,15 @@ on a step), the metered step is always used.
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextvars import ContextVar
 from typing import Any, TypeVar
 
-from distributed.metrics import context_meter
+from asynciocomm import internals
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_callbacks: Any = getattr(context_meter, "_callbacks", None)
+_callbacks: Any = internals.METER_CALLBACKS
 #: Whether distributed keeps its meter callbacks where this module looks.
-SUPPORTED: bool = isinstance(_callbacks, ContextVar) and isinstance(_callbacks.get(), dict)
+SUPPORTED: bool = _callbacks is not None
 
 
 def listening() -> bool:
@@ -40,8 +39,8 @@ def listening() -> bool:
 
 def unobserved(metered: F) -> F:
     """``metered`` itself while a callback listens, else the function it wraps."""
-    bare = getattr(metered, "__wrapped__", None)
-    if not SUPPORTED or not callable(bare):
+    bare = internals.unwrapped(metered)
+    if not SUPPORTED or bare is None:
         return metered
     get = _callbacks.get
 

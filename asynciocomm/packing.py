@@ -27,18 +27,20 @@ from distributed.protocol.serialize import (
     Serialize,
     Serialized,
     ToPickle,
-    _is_msgpack_serializable,
     msgpack_encode_default,
 )
-from distributed.protocol.utils import msgpack_opts
 from distributed.utils import ensure_memoryview
 
+from asynciocomm import internals
 from asynciocomm.arrays import split_serialized
 from asynciocomm.metering import unobserved
 from asynciocomm.pickling import pickle_dumps
 from asynciocomm.sizing import message_size
 
-_UNPACK_OPTS = dict(use_list=False, **msgpack_opts)
+# Private names (asynciocomm.internals): where one is missing, asynciocomm.codecs
+# gives comms distributed's own path, and nothing here is called.
+_is_msgpack_serializable: Any = internals.IS_MSGPACK_SERIALIZABLE
+_UNPACK_OPTS = dict(use_list=False, **(internals.MSGPACK_OPTS or {}))
 _compress = unobserved(maybe_compress)
 #: distributed's loggers for a failed serialization, so that they read the same.
 _core_logger = logging.getLogger("distributed.protocol.core")

@@ -43,16 +43,27 @@ from types import FunctionType
 from typing import Any
 
 import cloudpickle
-from dask._task_spec import Task
 from dask.utils import Dispatch
 from distributed.protocol.pickle import HIGHEST_PROTOCOL
 from distributed.protocol.pickle import dumps as _distributed_dumps
 from distributed.protocol.serialize import dask_serialize
 
-try:
-    from distributed.protocol.pickle import _always_use_pickle_for, _DaskPickler
-except ImportError:  # another distributed: its own function is used as it is
-    _DaskPickler = None
+from asynciocomm import internals
+
+
+class _NoTask:
+    """Stands for dask's Task where there is none: no object is of this type."""
+
+
+# Private names (asynciocomm.internals): where one is missing, by_value() is
+# always False, and without the pickler steps distributed's dumps is called.
+Task: Any = internals.TASK if internals.TASK is not None else _NoTask
+_DaskPickler: Any = internals.DASK_PICKLER
+_always_use_pickle_for: Any = internals.ALWAYS_USE_PICKLE_FOR
+_STEPS = _DaskPickler is not None and _always_use_pickle_for is not None
+_serialize_lookup: Any = internals.SERIALIZE_LOOKUP
+_serialize_lazy: Any = internals.SERIALIZE_LAZY
+_extension_registry: Any = internals.EXTENSION_REGISTRY
 
 #: distributed's logger for a failed pickle, so that its record reads the same.
 _logger = logging.getLogger("distributed.protocol.pickle")
@@ -67,11 +78,14 @@ _MACHINERY = (Task.__reduce_ex__, Task.__reduce__, Task.__getstate__,
               getattr(_DaskPickler, "reducer_override", None))
 _IMPORT = builtins.__import__
 _SKIPPABLE = (
-    _DaskPickler is not None
+    _STEPS
+    and internals.TASK is not None
     and pickle.Pickler is _pickle.Pickler and pickle.dumps is _pickle.dumps  # the C pickler's rules
     and _MACHINERY[:2] == (object.__reduce_ex__, object.__reduce__)
-    and "func" in Task.get_all_slots()
+    and "func" in internals.TASK_SLOTS
     and type(dask_serialize) is Dispatch  # whose dispatch() reads _lookup and _lazy
+    and _serialize_lookup is not None and _serialize_lazy is not None
+    and _extension_registry is not None
 )
 
 
@@ -99,8 +113,8 @@ def by_value(x: Any) -> bool:
     if (Task.__reduce_ex__, Task.__reduce__, Task.__getstate__,
             _DaskPickler.reducer_override) != _MACHINERY:
         return False
-    if not (dask_serialize._lookup.keys().isdisjoint(_TASK_AND_FUNCTION_MROS)
-            and dask_serialize._lazy.keys().isdisjoint(_TOPLEVELS)):
+    if not (_serialize_lookup.keys().isdisjoint(_TASK_AND_FUNCTION_MROS)
+            and _serialize_lazy.keys().isdisjoint(_TOPLEVELS)):
         return False
     qualname = func.__qualname__
     path = str.split(qualname, ".")
@@ -110,7 +124,7 @@ def by_value(x: Any) -> bool:
     if type(module_name) is not str:
         return False  # None: pickle searches sys.modules for it
     if module_name == "__main__":
-        return (module_name, qualname) not in copyreg._extension_registry
+        return (module_name, qualname) not in _extension_registry
     obj = sys.modules.get(module_name)
     if obj is None or builtins.__import__ is not _IMPORT:
         return False  # pickle would import it (or call a replaced __import__)
@@ -126,7 +140,7 @@ def pickle_dumps(x: Any) -> tuple[bytes, list[Any]]:
     """``distributed.protocol.pickle.dumps(x, buffer_callback=buffers.append)``:
     its result, and the out-of-band ``buffers`` it passes to the callback."""
     buffers: list[Any] = []
-    if _DaskPickler is None:
+    if not _STEPS:
         return _distributed_dumps(x, buffer_callback=buffers.append), buffers
     if by_value(x):
         try:

@@ -56,7 +56,6 @@ from typing import Any
 
 import msgpack
 from distributed.comm import utils as _comm_utils
-from distributed.comm.utils import to_frames
 from distributed.protocol import pickle as _dist_pickle
 from distributed.protocol.compression import decompress
 from distributed.protocol.serialize import (
@@ -64,10 +63,11 @@ from distributed.protocol.serialize import (
     merge_and_deserialize,
     msgpack_decode_default,
 )
-from distributed.protocol.utils import msgpack_opts
 from distributed.utils import offload
 
+from asynciocomm import internals
 from asynciocomm.arrays import NOT_FAST, read_array
+from asynciocomm.fallback import FALLBACK, stock_frames
 from asynciocomm.metering import unobserved
 from asynciocomm.packing import (
     Hook,
@@ -80,10 +80,10 @@ from asynciocomm.packing import (
     type_error_text,
 )
 
-#: Marker meaning "use distributed's general path for this message".
-FALLBACK: Any = object()
-
 _MARK = b"__"
+# A private name (asynciocomm.internals): where it is missing, asynciocomm.codecs
+# gives comms distributed's own path, and nothing here is called.
+msgpack_opts: Any = internals.MSGPACK_OPTS or {}
 _UNPACK_OPTS = dict(use_list=False, **msgpack_opts)
 #: Whether distributed's msgpack options are the ones the hook-free fast path
 #: spells out as literal keywords (those of 2026.8 and later). A ``**`` call
@@ -169,18 +169,7 @@ class MessageCodec:
         pending, self._pending = self._pending, None
         if pending is not None and pending[0] is msg:
             return await offload(resume, msg, comm, serializers, on_error, *pending[1:])
-        return await to_frames(  # type: ignore[no-any-return]
-            msg,
-            allow_offload=comm.allow_offload,
-            serializers=serializers,
-            on_error=on_error,
-            context={
-                "sender": comm.local_info,
-                "recipient": comm.remote_info,
-                **comm.handshake_options,
-            },
-            frame_split_size=comm.max_shard_size,
-        )
+        return await stock_frames(msg, comm, serializers, on_error)
 
     @staticmethod
     def loads(

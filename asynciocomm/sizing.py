@@ -28,10 +28,11 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-import dask.sizeof as _dask_sizeof
 from dask.sizeof import sizeof
 from distributed.protocol.serialize import Serialize
 from distributed.sizeof import safe_sizeof
+
+from asynciocomm import internals
 
 #: dask samples collections longer than this (``sizeof_python_collection``).
 SAMPLE = 10
@@ -41,9 +42,11 @@ SAMPLE = 10
 #: handful of levels; 32 leaves room and stays far below any limit.
 MAX_DEPTH = 32
 
-_LOOKUP: dict[type, Any] | None = getattr(sizeof, "_lookup", None)
-_DICT = getattr(_dask_sizeof, "sizeof_python_dict", None)
-_COLLECTION = getattr(_dask_sizeof, "sizeof_python_collection", None)
+# Private names (asynciocomm.internals): where one is missing, dask's sizeof
+# sizes every message.
+_LOOKUP: dict[type, Any] | None = internals.SIZEOF_LOOKUP
+_DICT = internals.SIZEOF_DICT
+_COLLECTION = internals.SIZEOF_COLLECTION
 _SERIALIZE = sizeof.dispatch(Serialize)  # distributed's; ToPickle shares it
 _EMPTY_LISTS = 2 * sys.getsizeof([])  # what sizeof_python_dict subtracts
 _getsizeof = sys.getsizeof

@@ -72,6 +72,13 @@ def certs(tmp_path_factory: pytest.TempPathFactory):
 
 from tests.variants import OURS, VARIANTS, variant_fixture  # noqa: E402
 
+# asynciocomm's self-check runs at a process's first comm: here, before any test
+# changes what it compares, so that no test's monkeypatch turns the fast codec
+# off for the tests after it.
+from asynciocomm import codecs as _codecs  # noqa: E402
+
+_codecs.decided()
+
 #: Every transport variant, the stock tcp/tls comms included (as the reference).
 variant = variant_fixture(VARIANTS)
 #: Only asynciocomm's variants.

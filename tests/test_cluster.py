@@ -20,6 +20,7 @@ import dask.bag as db
 import numpy as np
 import pytest
 from distributed import Client, LocalCluster, Nanny
+from distributed.utils_test import poll_for
 
 from tests.helpers_proc import dask_processes, logs, start_scheduler, start_worker
 
@@ -100,6 +101,11 @@ def test_localcluster_asyncio_with_nanny_restart(loop) -> None:
             # One worker alone, through its nanny.
             one = next(iter(new_pids))
             c.restart_workers([one], timeout=WAIT)
+            # The scheduler drops the old worker when its connection ends, which
+            # restart_workers does not wait for: distributed 2024.12's nanny reports
+            # the kill once the join has used up the timeout's rest, even with the
+            # process not gone yet (then c.run reaches a dead address).
+            poll_for(lambda: one not in c.scheduler_info()["workers"], timeout=WAIT)
             after = _check_workers(c, "asyncio", loop, 2)
             assert new_pids[one] not in after.values()
             assert c.submit(sum, range(10), pure=False).result(timeout=WAIT) == 45

@@ -1,7 +1,7 @@
-"""The upstream drafts in patches/ apply to the pinned distributed release and do
-what they say.
+"""The upstream drafts in patches/ apply to the distributed release they are
+drafted against and do what they say.
 
-The sdist of the distributed release that pyproject.toml pins is taken from
+The sdist of that release (patches/README.md names it) is taken from
 $ASYNCIOCOMM_DISTRIBUTED_SDIST (a path to the .tar.gz), else from the cache
 directory ($ASYNCIOCOMM_CACHE_DIR, default ~/.cache/asynciocomm), else
 downloaded from PyPI into that cache. All patches are applied in order, with
@@ -35,14 +35,15 @@ PATCHES_DIR = ROOT / "patches"
 PATCHES = sorted(PATCHES_DIR.glob("[0-9][0-9][0-9][0-9]-*.patch"))
 
 
-def _pinned_version() -> str:
-    text = (ROOT / "pyproject.toml").read_text()
-    m = re.search(r'"distributed\s*>=\s*([0-9][0-9.]*)', text)
-    assert m, "pyproject.toml does not pin distributed>=X"
+def _base_version() -> str:
+    """The release the drafts are against, as patches/README.md names it."""
+    text = (PATCHES_DIR / "README.md").read_text()
+    m = re.search(r"against the \*\*distributed ([0-9][0-9.]*) sdist\*\*", text)
+    assert m, "patches/README.md does not name the distributed sdist the drafts are against"
     return m.group(1)
 
 
-VERSION = _pinned_version()
+VERSION = _base_version()
 SDIST_NAME = f"distributed-{VERSION}.tar.gz"
 
 

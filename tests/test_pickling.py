@@ -25,6 +25,7 @@ from distributed.protocol.serialize import dask_deserialize, dask_serialize
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from asynciocomm import internals
 from asynciocomm.pickling import by_value, pickle_dumps
 from tests import certs, helpers_pickles
 from tests.helpers_pickles import Counted, Dasked, Pickles, local_function, main_class
@@ -207,10 +208,20 @@ def test_which_tasks_skip_to_cloudpickle(fn: int, expected: bool) -> None:
         assert not by_value([Task("t", func, 1)])  # only a task itself
 
 
+#: Whether pickle reaches a task's arguments before its function: where dask
+#: defines ``Task.__getstate__`` (sorted slots, ``args`` first; from dask 2025.3.0).
+#: With object's own slot state (dask 2024.12) ``func`` comes first, so
+#: distributed's failing attempts stop before the arguments, and the shortcut,
+#: still taken, saves only those attempts.
+ARGS_FIRST = Task.__getstate__ is not object.__getstate__
+
+
 def test_a_local_function_is_pickled_by_cloudpickle_alone() -> None:
-    """distributed pickles the arguments three times, here once."""
+    """distributed pickles the arguments three times (once where the function
+    comes first), here once."""
     make = lambda: Task("t", local_function(), Counted(1))  # noqa: E731
-    assert [_run(fn, make())[2] for fn in (_ours, dumps)] == [1, 3]
+    assert by_value(make())
+    assert [_run(fn, make())[2] for fn in (_ours, dumps)] == [1, 3 if ARGS_FIRST else 1]
 
 
 def test_a_function_made_importable_is_pickled_by_reference() -> None:
@@ -295,7 +306,7 @@ def test_a_copyreg_reducer_of_tasks_is_followed() -> None:
 
 def _state_without_function(task: Task) -> tuple[Any, ...]:
     return tuple(helpers_pickles.DaskLoaded if s == "func" else getattr(task, s)
-                 for s in Task.get_all_slots())
+                 for s in internals.slots(Task))
 
 
 def _reduce_functions(pickler: Any, obj: Any) -> Any:
@@ -395,4 +406,4 @@ async def test_the_scheduler_pickles_a_task_of_a_lambda_with_cloudpickle_alone()
     comm, cloudpickle alone over asynciocomm (the client's pickles are the same)."""
     theirs = await _scheduler_pickles("tcp")
     ours = await _scheduler_pickles("asyncio")
-    assert ours == theirs - 2
+    assert ours == theirs - (2 if ARGS_FIRST else 0)

@@ -1,0 +1,95 @@
+"""Which codec a comm gets: the fast one where it gives distributed's frames,
+distributed's own path otherwise.
+
+The decision is made once per process, at its first comm (:func:`decided`;
+not at import: asynciocomm can be imported while distributed itself is being
+imported, through the takeover's entry point of patches/0001). The fast
+:class:`~asynciocomm.serialization.MessageCodec` is used when every private name
+it needs is there (:mod:`asynciocomm.internals`), it imports, and its
+self-check (:mod:`asynciocomm.selfcheck`) finds its frames equal to
+distributed's; else every comm gets a :class:`~asynciocomm.fallback.StockCodec`,
+which (de)serializes every message with distributed's ``to_frames`` and
+``from_frames``, as the stock comm does. Anything off is logged once, as one
+WARNING that names the release.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from asynciocomm import internals
+from asynciocomm.fallback import FALLBACK, StockCodec
+from asynciocomm.log import get_logger
+
+__all__ = ["FALLBACK", "FAST", "FRAMING", "OFF_BECAUSE", "decide", "decided", "new_codec",
+           "report"]
+
+logger = get_logger(__name__)
+
+
+def decide() -> tuple[type, str | None, str | None]:
+    """The codec class to use, why the fast one is off (None when it is on), and
+    how the framing differs from the stock writer's (None when it does not).
+    Runs the self-check; changes nothing."""
+    needed = sorted(name for name, paths in internals.MISSING.items()
+                    if internals.CODEC in paths)
+    if needed:
+        return StockCodec, f"{', '.join(needed)} missing or changed", None
+    try:
+        from asynciocomm import selfcheck
+        from asynciocomm.serialization import MessageCodec
+
+        codec, framing = selfcheck.differences(MessageCodec)
+    except Exception as e:  # a release the fast path cannot even load on
+        return StockCodec, f"{type(e).__name__}: {e}", None
+    return (StockCodec if codec is not None else MessageCodec), codec, framing
+
+
+def report(off_because: str | None, framing: str | None) -> None:
+    """Log what is off, and why, as one WARNING (nothing when all is on)."""
+    parts = []
+    if off_because is not None:
+        parts.append(f"{internals.CODEC} is off: {off_because}")
+    names: dict[str, list[str]] = {}
+    for name, paths in internals.MISSING.items():
+        for path in paths:
+            if path != internals.CODEC:
+                names.setdefault(path, []).append(name)
+    parts += [f"{path} is off: {', '.join(found)} missing or changed"
+              for path, found in names.items()]
+    if framing is not None:
+        parts.append(f"the wire framing differs ({framing}): the takeover of tcp:// and "
+                     "tls:// cannot talk to the stock comm; asyncio:// peers are unaffected")
+    if parts:
+        from asynciocomm import selfcheck
+
+        selfcheck.report("; ".join(parts))
+
+
+#: The codec class every comm gets, why the fast one is off (None: it is on),
+#: and how the framing differs from the stock writer's (None: it does not);
+#: FAST is None until :func:`decided` has run.
+FAST: type | None = None
+OFF_BECAUSE: str | None = None
+FRAMING: str | None = None
+_deciding = threading.Lock()
+
+
+def decided() -> tuple[type, str | None, str | None]:
+    """``(FAST, OFF_BECAUSE, FRAMING)``, deciding and reporting them the first time."""
+    global FAST, OFF_BECAUSE, FRAMING
+    with _deciding:
+        if FAST is None:
+            fast, OFF_BECAUSE, FRAMING = decide()
+            report(OFF_BECAUSE, FRAMING)
+            FAST = fast
+    return FAST, OFF_BECAUSE, FRAMING
+
+
+def new_codec() -> Any:
+    """A codec for one comm."""
+    fast = FAST
+    if fast is None:
+        fast = decided()[0]
+    return fast()
