@@ -1,11 +1,11 @@
 """Build of the optional compiled decoder and encoder.
 
-``asynciocomm/decoder.py`` and ``asynciocomm/encoder.py`` are compiled by Cython
-(pure-Python mode) into the extensions ``asynciocomm._cdecoder`` and
-``asynciocomm._cencoder``, each from a build-time copy of its source, so there is
+``asynciocomm/wire/decoder.py`` and ``asynciocomm/wire/encoder.py`` are compiled by Cython
+(pure-Python mode) into the extensions ``asynciocomm.wire._cdecoder`` and
+``asynciocomm.wire._cencoder``, each from a build-time copy of its source, so there is
 one implementation of each and a compiled twin of it. If Cython or a C compiler is
 missing, or ``ASYNCIOCOMM_PURE_PYTHON=1`` is set, the package installs pure Python
-and :mod:`asynciocomm.speedups` uses ``decoder.py`` and ``encoder.py`` themselves.
+and :mod:`asynciocomm.wire.speedups` uses ``decoder.py`` and ``encoder.py`` themselves.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PURE = os.environ.get("ASYNCIOCOMM_PURE_PYTHON", "") not in ("", "0")
-#: asynciocomm/<name>.py is compiled into asynciocomm._c<name>.
+#: asynciocomm/wire/<name>.py is compiled into asynciocomm.wire._c<name>.
 TWINS = ("decoder", "encoder")
+WIRE = os.path.join(HERE, "asynciocomm", "wire")
 
 
 class OptionalBuildExt(build_ext):
@@ -51,10 +52,10 @@ def extensions() -> list[Extension]:
     try:
         modules: list[Extension] = []
         for name in TWINS:
-            copy = os.path.join(HERE, "asynciocomm", f"_c{name}.py")
-            shutil.copyfile(os.path.join(HERE, "asynciocomm", f"{name}.py"), copy)
+            copy = os.path.join(WIRE, f"_c{name}.py")
+            shutil.copyfile(os.path.join(WIRE, f"{name}.py"), copy)
             copies.append(copy)
-            modules.append(Extension(f"asynciocomm._c{name}", [os.path.relpath(copy, HERE)]))
+            modules.append(Extension(f"asynciocomm.wire._c{name}", [os.path.relpath(copy, HERE)]))
         return cythonize(
             modules,
             compiler_directives={"language_level": 3, "boundscheck": False, "wraparound": False},

@@ -9,10 +9,9 @@ from typing import Any
 from distributed.comm.core import Comm, CommClosedError
 from distributed.comm.utils import from_frames
 
-from asynciocomm.speedups import encode_frames, encode_single
-from asynciocomm.config import C_INT_MAX
+from asynciocomm.wire.limits import C_INT_MAX
 from asynciocomm.protocol import FramedProtocol
-from asynciocomm.codecs import FALLBACK, new_codec
+from asynciocomm.serialization.choice import FALLBACK, new_codec
 from asynciocomm.log import get_logger
 
 logger = get_logger(__name__)
@@ -58,11 +57,10 @@ class AsyncioComm(Comm):
         self._protocol = protocol
         self._local_addr = local_addr
         self._peer_addr = peer_addr
-        self._coalesce = protocol.settings.coalesce
         self._codec = new_codec()
         self._extra: dict[str, Any] = {}
         shard = protocol.settings.shard
-        if protocol.extra_info("sslcontext") is not None:
+        if protocol.tls:
             self._extra["peercert"] = protocol.extra_info("peercert")
             self._extra["cipher"] = protocol.extra_info("cipher")
             shard = min(shard, C_INT_MAX)  # OpenSSL takes int lengths
@@ -137,13 +135,9 @@ class AsyncioComm(Comm):
         if self._closed:
             raise CommClosedError(f"in {self}: comm was closed locally")
         packed = self._codec.dumps(msg, self, serializers, on_error)
-        if type(packed) is bytes:
-            buffers, nbytes = encode_single(packed, self._coalesce)
-        elif packed is not FALLBACK:
-            buffers, nbytes = encode_frames(packed, self._coalesce)
-        else:
-            frames = await self._codec.fallback(msg, self, serializers, on_error)
-            buffers, nbytes = encode_frames(frames, self._coalesce)
+        if packed is FALLBACK:
+            packed = await self._codec.fallback(msg, self, serializers, on_error)
+        buffers, nbytes = self._protocol.encode(packed)  # a TypeError leaves the comm as it is
         try:
             waiting = self._protocol.send(buffers, nbytes)
             if waiting is not None:

@@ -9,7 +9,6 @@ hot path never consults ``dask.config``.
 
 from __future__ import annotations
 
-import ctypes
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -22,9 +21,6 @@ _HERE = os.path.dirname(__file__)
 DEFAULTS_FILE = os.path.join(_HERE, "asynciocomm.yaml")
 SCHEMA_FILE = os.path.join(_HERE, "asynciocomm-schema.yaml")
 
-#: Largest size handed to one send()/recv() call: C int max (bpo-42853; OpenSSL and
-#: some platforms take an int length). Larger buffers are split into views.
-C_INT_MAX: int = 256 ** ctypes.sizeof(ctypes.c_int) // 2 - 1
 
 with open(DEFAULTS_FILE) as _f:
     DEFAULTS: dict = yaml.safe_load(_f)

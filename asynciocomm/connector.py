@@ -12,16 +12,16 @@ from distributed.comm.core import Connector, FatalCommClosedError
 from asynciocomm.comm import AsyncioComm
 from asynciocomm.config import load_settings
 from asynciocomm.errors import translate
-from asynciocomm.eyeballs import connect_first, numeric, resolve
+from asynciocomm.sockets.eyeballs import connect_first, numeric, resolve
 from asynciocomm.protocol import FramedProtocol
-from asynciocomm.tlsargs import check_encryption, expect_tls_context, tls_timeouts
+from asynciocomm.sockets.tlsargs import check_encryption, expect_tls_context, tls_timeouts
 
 
 class AsyncioConnector(Connector):
     """Connects to ``prefix + address`` (plain TCP, or TLS when ``encrypted``).
 
     A host name is resolved once and its addresses are raced as the stock
-    connector races them (:mod:`asynciocomm.eyeballs`: IPv4 is tried 0.3 s after
+    connector races them (:mod:`asynciocomm.sockets.eyeballs`: IPv4 is tried 0.3 s after
     a silent IPv6 address), on both loops. TLS trust failures raise
     ``FatalCommClosedError`` at once, so distributed stops retrying instead of
     running into its connect timeout.

@@ -13,9 +13,9 @@ import ssl
 
 from distributed.comm.core import CommClosedError, FatalCommClosedError
 
+from asynciocomm.wire.errors import ProtocolError
 
-class ProtocolError(Exception):
-    """The peer sent bytes that are not a valid message, or exceeded a bound."""
+__all__ = ["ProtocolError", "detached", "is_fatal", "translate"]
 
 
 _TLS_HINT = (

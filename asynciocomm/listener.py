@@ -14,13 +14,13 @@ from distributed.comm.addressing import parse_host_port, unparse_host_port
 from distributed.comm.core import BaseListener, CommClosedError
 from distributed.comm.utils import ensure_concrete_host
 
-from asynciocomm.accepting import Acceptor
-from asynciocomm.binding import bind_sockets
+from asynciocomm.sockets.accepting import Acceptor
+from asynciocomm.sockets.binding import bind_sockets
 from asynciocomm.comm import AsyncioComm
 from asynciocomm.config import Settings, load_settings
 from asynciocomm.log import get_logger
 from asynciocomm.protocol import FramedProtocol
-from asynciocomm.tlsargs import check_encryption, expect_tls_context, tls_timeouts
+from asynciocomm.sockets.tlsargs import check_encryption, expect_tls_context, tls_timeouts
 
 logger = get_logger(__name__)
 
@@ -60,7 +60,7 @@ class AsyncioListener(BaseListener):
     """Listens on one address (both IP families for a wildcard) and calls
     ``comm_handler`` with each comm once distributed's handshake is done.
 
-    Over TLS it accepts by hand (:class:`asynciocomm.accepting.Acceptor`) and
+    Over TLS it accepts by hand (:class:`asynciocomm.sockets.accepting.Acceptor`) and
     runs each handshake itself, so that a failed one is logged as the stock
     listener logs it.
     """

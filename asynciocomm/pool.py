@@ -38,7 +38,7 @@ import time
 import weakref
 from typing import Any
 
-from asynciocomm.buffers import Allocator, default_allocator
+from asynciocomm.wire.buffers import Allocator, default_allocator
 
 #: Block sizes are rounded up to this, so frames of nearly the same size (a 128
 #: MiB array plus a header of a few hundred bytes) share a size.

@@ -31,14 +31,14 @@ from typing import Any, cast
 
 from distributed.comm.core import CommClosedError
 
-from asynciocomm.buffers import default_allocator
-from asynciocomm.encoder import Buffer
-from asynciocomm.speedups import FrameDecoder
+from asynciocomm.wire.buffers import default_allocator
+from asynciocomm.wire.encoder import Buffer
+from asynciocomm.wire.speedups import FrameDecoder, encode_frames, encode_single
 from asynciocomm.config import Settings
 from asynciocomm.errors import ProtocolError, detached, translate
 from asynciocomm.log import get_logger
 from asynciocomm.pool import BufferPool, shared_pool
-from asynciocomm.sockopts import configure_socket
+from asynciocomm.sockets.sockopts import configure_socket
 from asynciocomm.writer import Sender, TransportTraits
 
 logger = get_logger(__name__)
@@ -86,6 +86,7 @@ class FramedProtocol(asyncio.BufferedProtocol):
         on_connect: Callable[[FramedProtocol], None] | None = None,
     ) -> None:
         self.settings = settings
+        self._coalesce = settings.coalesce
         self.name = "asynciocomm connection"
         self._on_connect = on_connect
         # Attached while connected: the pool holds memory only for live connections.
@@ -213,6 +214,11 @@ class FramedProtocol(asyncio.BufferedProtocol):
                 waiter.set_result(None)
 
     @property
+    def tls(self) -> bool:
+        """Whether the connection is TLS (worked out once, from its transport)."""
+        return self._tls
+
+    @property
     def is_closed(self) -> bool:
         """The connection is gone or going: nothing more can be written."""
         return self._lost or self._closing or self.transport is None
@@ -290,6 +296,15 @@ class FramedProtocol(asyncio.BufferedProtocol):
         return waiter
 
     # -- writing -----------------------------------------------------------------
+
+    def encode(self, frames: bytes | list[Any]) -> tuple[list[Buffer], int]:
+        """One message (its one frame as ``bytes``, or its frames) as the stock
+        writer puts it on the wire: the buffers for :meth:`send` and their size.
+        Raises TypeError, before anything is queued, where the stock writer
+        cannot take a buffer."""
+        if type(frames) is bytes:
+            return encode_single(frames, self._coalesce)  # type: ignore[no-any-return]
+        return encode_frames(frames, self._coalesce)  # type: ignore[no-any-return]
 
     def send(self, buffers: list[Buffer], nbytes: int) -> Coroutine[Any, Any, None] | None:
         """Queue one encoded message. Returns None when it was accepted at once,

@@ -43,7 +43,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from asynciocomm.config import Settings
-from asynciocomm.encoder import Buffer
+from asynciocomm.sockets.loops import of_uvloop
+from asynciocomm.wire.encoder import Buffer
 
 #: Chunk size for large frames on transports that copy unsent data (the plain
 #: asyncio loop before 3.12) or encrypt a whole write at once (TLS). On the
@@ -107,7 +108,7 @@ class TransportTraits:
     @classmethod
     def of(cls, transport: asyncio.BaseTransport) -> TransportTraits:
         return cls(tls=transport.get_extra_info("sslcontext") is not None,
-                   references=type(transport).__module__.startswith("uvloop"))
+                   references=of_uvloop(transport))
 
     @property
     def mode(self) -> int:

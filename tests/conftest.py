@@ -75,7 +75,7 @@ from tests.variants import OURS, VARIANTS, variant_fixture  # noqa: E402
 # asynciocomm's self-check runs at a process's first comm: here, before any test
 # changes what it compares, so that no test's monkeypatch turns the fast codec
 # off for the tests after it.
-from asynciocomm import codecs as _codecs  # noqa: E402
+from asynciocomm.serialization import choice as _codecs  # noqa: E402
 
 _codecs.decided()
 

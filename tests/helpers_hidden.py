@@ -4,7 +4,7 @@ changed, when asynciocomm looks them up; it reports what asynciocomm made of it.
 ``python -m tests.helpers_hidden SPEC`` where SPEC is JSON: a list of
 ``"module:attr"`` to hide, or ``"module:attr=changed"`` to replace with an object
 whose attributes have another shape. Each is hidden only while
-``asynciocomm.internals`` is imported (a copy of the module stands in
+``asynciocomm.serialization.internals`` is imported (a copy of the module stands in
 ``sys.modules`` meanwhile), so dask and distributed themselves keep working,
 as on a release that lacks the name. The last line printed is a JSON report:
 the names asynciocomm found missing, the codec comms get, which fast paths are
@@ -57,7 +57,7 @@ async def _round_trip() -> bool:
     from distributed.comm import connect, listen
     from distributed.protocol import dumps, loads
 
-    from asynciocomm import selfcheck
+    from asynciocomm.serialization import selfcheck
 
     messages = selfcheck.canonical_messages(numpy)
     received: list[Any] = []
@@ -101,13 +101,18 @@ def main(spec: list[str]) -> dict[str, Any]:
     saved = {name: sys.modules[name] for name in fakes}
     sys.modules.update(fakes)
     try:
-        from asynciocomm import internals
+        from asynciocomm.serialization import internals
     finally:
         sys.modules.update(saved)
     package_spec.loader.exec_module(package)
 
-    from asynciocomm import arrays, codecs, metering, pickling, selfcheck, sizing
-    from asynciocomm.serialization import MessageCodec
+    from asynciocomm.serialization import arrays
+    from asynciocomm.serialization import choice as codecs
+    from asynciocomm.serialization import metering
+    from asynciocomm.serialization import pickling
+    from asynciocomm.serialization import selfcheck
+    from asynciocomm.serialization import sizing
+    from asynciocomm.serialization.fast import MessageCodec
 
     arrays._arm()
     return {

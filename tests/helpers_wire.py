@@ -13,7 +13,9 @@ from types import ModuleType
 import pytest
 from distributed.comm.tcp import _add_frames_header
 
-from asynciocomm import decoder, encoder, speedups
+from asynciocomm.wire import decoder
+from asynciocomm.wire import encoder
+from asynciocomm.wire import speedups
 
 
 class Build:

@@ -24,7 +24,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from asynciocomm import arrays, serialization
+from asynciocomm.serialization import arrays
+from asynciocomm.serialization import fast as serialization
 
 CONTEXT = {"sender": {}, "recipient": {}, "compression": None, "pickle-protocol": 5}
 

@@ -30,9 +30,16 @@ import numpy as np
 import pytest
 from distributed.comm import listen
 
-from asynciocomm import arrays, codecs, internals, metering, pickling, selfcheck, serialization, sizing
-from asynciocomm.fallback import StockCodec
-from asynciocomm.serialization import MessageCodec
+from asynciocomm.serialization import arrays
+from asynciocomm.serialization import choice as codecs
+from asynciocomm.serialization import internals
+from asynciocomm.serialization import metering
+from asynciocomm.serialization import pickling
+from asynciocomm.serialization import selfcheck
+from asynciocomm.serialization import fast as serialization
+from asynciocomm.serialization import sizing
+from asynciocomm.serialization.stock import StockCodec
+from asynciocomm.serialization.fast import MessageCodec
 from tests.helpers_net import WAIT, RawPeer, handshake_msg, parse_frames
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

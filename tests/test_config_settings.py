@@ -40,7 +40,7 @@ def test_tls_handshake_gets_the_connect_timeout_and_shutdown_the_tcp_one() -> No
     bounded as the kernel bounds the stock comm's unsent bytes: timeouts.tcp."""
     import asyncio
 
-    from asynciocomm.tlsargs import tls_timeouts
+    from asynciocomm.sockets.tlsargs import tls_timeouts
 
     with dask.config.set(
         {"distributed.comm.timeouts.connect": "7s", "distributed.comm.timeouts.tcp": "45s"}

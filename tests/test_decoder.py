@@ -11,7 +11,8 @@ from distributed.protocol import dumps, to_serialize
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asynciocomm import decoder, speedups
+from asynciocomm.wire import decoder
+from asynciocomm.wire import speedups
 from asynciocomm.errors import ProtocolError
 from tests.helpers_wire import BUILDS, MESSAGES, PURE, stock_wire, wire
 
@@ -293,7 +294,7 @@ def test_compiled_decoder_is_built_unless_pure_is_forced(impl) -> None:
     if speedups.FORCE_PURE:
         assert speedups.decoder_impl is decoder
     else:
-        assert speedups.COMPILED, "asynciocomm._cdecoder was not built"
+        assert speedups.COMPILED, "asynciocomm.wire._cdecoder was not built"
         assert speedups.decoder_impl.__file__.endswith((".so", ".pyd"))
 
 

@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asynciocomm import encoder, speedups
-from asynciocomm.encoder import encode_header
+from asynciocomm.wire import encoder
+from asynciocomm.wire import speedups
+from asynciocomm.wire.encoder import encode_header
 from tests.helpers_wire import BUILDS, MESSAGES, stock_wire, wire
 
 pytestmark = pytest.mark.parametrize("impl", BUILDS)
@@ -77,7 +78,7 @@ def test_compiled_encoder_is_built_unless_pure_is_forced(impl) -> None:
     if speedups.FORCE_PURE:
         assert speedups.encoder_impl is encoder
     else:
-        assert speedups.COMPILED, "asynciocomm._cencoder was not built"
+        assert speedups.COMPILED, "asynciocomm.wire._cencoder was not built"
         assert speedups.encoder_impl.__file__.endswith((".so", ".pyd"))
 
 

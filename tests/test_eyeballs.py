@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from asynciocomm.eyeballs import connect_first, numeric, resolve, split
+from asynciocomm.sockets.eyeballs import connect_first, numeric, resolve, split
 from tests.conformance.connecting import silent_ipv6_port
 from tests.helpers_net import WAIT
 

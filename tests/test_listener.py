@@ -20,7 +20,7 @@ from distributed.comm.registry import get_backend
 from distributed.core import Server, rpc
 from distributed.utils import get_ip
 
-from asynciocomm.binding import bind_sockets, candidates
+from asynciocomm.sockets.binding import bind_sockets, candidates
 from bench.reliability.conn import echo
 from tests.conformance.listening import NO_IPV6_PRELUDE, no_ipv6
 from tests.conftest import loop_env

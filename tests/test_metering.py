@@ -1,4 +1,4 @@
-"""asynciocomm.metering: the meter is skipped only when nothing could receive it."""
+"""asynciocomm.serialization.metering: the meter is skipped only when nothing could receive it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from distributed.metrics import context_meter
 
-from asynciocomm import metering
+from asynciocomm.serialization import metering
 
 
 @context_meter.meter("step")

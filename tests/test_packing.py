@@ -1,4 +1,4 @@
-"""asynciocomm.packing, through MessageCodec: a message is written with the
+"""asynciocomm.serialization.packing, through MessageCodec: a message is written with the
 frames, errors and logs of distributed's ``to_frames``, and nothing in it is
 pickled or serialized more often than there, whatever path it takes (the fast
 one, distributed's second pass, a failure, an offload begun on the loop)."""
@@ -21,7 +21,7 @@ from distributed.protocol.serialize import Pickled, Serialized, ToPickle, serial
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from asynciocomm.serialization import FALLBACK, MessageCodec
+from asynciocomm.serialization.fast import FALLBACK, MessageCodec
 from tests.helpers_pickles import Counted, Pickles, main_class
 from tests.test_serialization import _Comm, _frame_bytes
 

@@ -1,4 +1,4 @@
-"""asynciocomm.pickling: distributed's pickle.dumps, its bytes, buffers, logs and
+"""asynciocomm.serialization.pickling: distributed's pickle.dumps, its bytes, buffers, logs and
 errors, with every pickler run as often as there and no more often, and only
 cloudpickle run on a task whose function distributed certainly pickles by value."""
 
@@ -25,8 +25,8 @@ from distributed.protocol.serialize import dask_deserialize, dask_serialize
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asynciocomm import internals
-from asynciocomm.pickling import by_value, pickle_dumps
+from asynciocomm.serialization import internals
+from asynciocomm.serialization.pickling import by_value, pickle_dumps
 from tests import certs, helpers_pickles
 from tests.helpers_pickles import Counted, Dasked, Pickles, local_function, main_class
 

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from asynciocomm import speedups
+from asynciocomm.wire import speedups
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -23,7 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def test_comm_suites_pass_on_pure_python() -> None:
     env = {**os.environ, "ASYNCIOCOMM_PURE_PYTHON": "1"}
     check = subprocess.run(
-        [sys.executable, "-c", "import asynciocomm.speedups as s; assert not s.COMPILED"],
+        [sys.executable, "-c", "import asynciocomm.wire.speedups as s; assert not s.COMPILED"],
         env=env, cwd=ROOT, timeout=60,
     )
     assert check.returncode == 0
@@ -55,7 +55,7 @@ def test_the_pure_fallback_runs_without_cython_installed() -> None:
     requirements do not name it."""
     script = BLOCK_CYTHON + """
 import asyncio
-import asynciocomm.speedups as s
+import asynciocomm.wire.speedups as s
 assert not s.COMPILED
 from distributed.comm import connect, listen
 

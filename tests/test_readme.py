@@ -39,3 +39,20 @@ def test_bench_console_script_is_declared() -> None:
     # the virtual environment, so PATH need not contain it).
     scripts = os.path.dirname(sys.executable)
     assert shutil.which("asynciocomm-bench", path=scripts) is not None
+
+
+def test_the_module_table_names_every_module() -> None:
+    """"How it is built" names every module of the package, where it lives."""
+    section = _read("README.md").split("## How it is built", 1)[1].split("\n## ", 1)[0]
+    package = os.path.join(ROOT, "asynciocomm")
+    missing = []
+    for folder, _, files in os.walk(package):
+        for name in files:
+            if not name.endswith(".py") or name.startswith("_c") or name == "__init__.py":
+                continue
+            rel = os.path.relpath(os.path.join(folder, name), package)
+            sub = os.path.dirname(rel)
+            named = f"`{name}`" in section or f"/{name}`" in section
+            if not named or (sub and f"`asynciocomm/{sub}/`" not in section):
+                missing.append(rel)
+    assert not missing, missing

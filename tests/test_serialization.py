@@ -13,8 +13,8 @@ from distributed.metrics import context_meter
 from distributed.protocol import dumps, loads, to_serialize
 from distributed.protocol.serialize import Pickled, Serialized, ToPickle, serialize
 
-from asynciocomm import serialization
-from asynciocomm.serialization import FALLBACK, MessageCodec
+from asynciocomm.serialization import fast as serialization
+from asynciocomm.serialization.fast import FALLBACK, MessageCodec
 from tests.helpers_pickles import local_function
 
 

@@ -1,4 +1,4 @@
-"""asynciocomm.sizing: the same number as ``safe_sizeof(msg, default_size=-1)``."""
+"""asynciocomm.serialization.sizing: the same number as ``safe_sizeof(msg, default_size=-1)``."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from distributed.sizeof import safe_sizeof
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asynciocomm import sizing
-from asynciocomm.sizing import SAMPLE, message_size
+from asynciocomm.serialization import sizing
+from asynciocomm.serialization.sizing import SAMPLE, message_size
 
 
 def stock(msg: object) -> Any:

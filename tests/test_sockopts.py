@@ -11,8 +11,8 @@ import sys
 import dask
 import pytest
 
-from asynciocomm import binding
-from asynciocomm.sockopts import reuse_address
+from asynciocomm.sockets import binding
+from asynciocomm.sockets.sockopts import reuse_address
 from tests.helpers_net import WAIT
 from tests.variants import OURS, VARIANTS as ALL, connect_to, raw_socket, serve
 

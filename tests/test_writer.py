@@ -77,7 +77,7 @@ async def test_a_burst_of_data_messages_in_the_fewest_transport_calls(
     payloads = [bytes([i]) * size for i in range(n)]
     async with serve(variant, certs) as listener:
         comm = await connect_to(variant, certs, listener.contact_address, timeout=WAIT)
-        assert comm._coalesce == coalesce  # the configured default
+        assert comm._protocol._coalesce == coalesce  # the configured default
         uvloop = type(asyncio.get_running_loop()).__module__.startswith("uvloop")
         try:
             with write_spy(comm) as spy:

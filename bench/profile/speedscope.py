@@ -19,7 +19,7 @@ Each sample of the scheduler's MainThread gets one category:
 ``comm read`` and ``comm write`` are split into parts: ``(de)serialization``
 when any frame under the comm call is serialization code (distributed's
 ``protocol`` package and ``comm/utils.py``, msgpack, pickle, cloudpickle, dask's
-task spec reducers, ``asynciocomm/serialization.py``), else ``transport``. Both
+task spec reducers, ``asynciocomm/serialization/fast.py``), else ``transport``. Both
 comms must produce the same wire bytes, so the first part is shared work; the
 second is what a transport can save.
 
@@ -59,7 +59,7 @@ UNPACK_NAMES = {"_materialize_graph", "convert_legacy_graph", "loads",
 
 SERIALIZATION_PATHS = ("distributed/protocol/", "distributed/comm/utils.py", "/msgpack/",
                        "/pickle.py", "/copyreg.py", "/cloudpickle/", "dask/_task_spec.py",
-                       "asynciocomm/serialization.py")
+                       "asynciocomm/serialization/fast.py")
 SERIALIZATION_NATIVE = ("msgpack", "_pickle")
 #: Framing helpers that live in distributed/protocol but are transport work.
 FRAMING_NAMES = {"pack_frames_prelude", "pack_frames", "unpack_frames"}

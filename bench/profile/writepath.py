@@ -14,7 +14,7 @@ messages divided by their number, best and median of ``--reps`` passes:
   so that the difference to ``cloudpickle.dumps`` bounds what reusing the
   function's cloudpickle in every message could save at most;
 - ``distributed pickle.dumps`` and ``asynciocomm pickle_dumps`` with and without
-  the skip of :func:`asynciocomm.pickling.by_value`;
+  the skip of :func:`asynciocomm.serialization.pickling.by_value`;
 - the whole message: ``distributed.protocol.dumps`` (the stock comm) and
   ``MessageCodec.dumps`` (asynciocomm), with and without the skip;
 - what the message costs besides pickling: ``MessageCodec.dumps`` of it
@@ -45,8 +45,8 @@ from distributed.protocol.pickle import _DaskPickler
 from distributed.protocol.pickle import dumps as distributed_pickle
 from distributed.protocol.serialize import ToPickle
 
-from asynciocomm import pickling
-from asynciocomm.serialization import MessageCodec
+from asynciocomm.serialization import pickling
+from asynciocomm.serialization.fast import MessageCodec
 
 
 def local_inc() -> Callable[[int], int]:
@@ -86,13 +86,13 @@ def _dask_pickler(x: Any) -> None:
 
 
 def _sub_header(pickled: bytes) -> bytes:
-    """The sub-header asynciocomm.packing writes for each ToPickle, as distributed."""
+    """The sub-header asynciocomm.serialization.packing writes for each ToPickle, as distributed."""
     return msgpack.dumps({"pickled-obj": pickled, "compression": (), "num-sub-frames": 0})
 
 
 @contextlib.contextmanager
 def _skip(on: bool) -> Iterator[None]:
-    """With ``on`` false, :func:`asynciocomm.pickling.by_value` answers no while
+    """With ``on`` false, :func:`asynciocomm.serialization.pickling.by_value` answers no while
     the block runs: main's path (pickle, _DaskPickler, cloudpickle)."""
     saved = pickling.by_value
     if not on:

@@ -148,7 +148,7 @@ def test_load_rejects_non_speedscope(tmp_path: Path) -> None:
       f("write_to_fd", SITE + "tornado/iostream.py")], "transport"),
     # ours: the fast path pickling a task spec
     ([f("AsyncioComm.write", SITE + "asynciocomm/comm.py"),
-      f("MessageCodec.dumps", SITE + "asynciocomm/serialization.py"),
+      f("MessageCodec.dumps", SITE + "asynciocomm/serialization/fast.py"),
       f("Task.__getstate__", SITE + "dask/_task_spec.py")], "(de)serialization"),
     # ours: a native msgpack frame below the read
     ([f("AsyncioComm.read", SITE + "asynciocomm/comm.py"),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from asynciocomm import pickling
+from asynciocomm.serialization import pickling
 from bench.profile import writepath
 
 

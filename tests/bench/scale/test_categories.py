@@ -15,7 +15,7 @@ WRITE = [f("BatchedSend._background_send", SITE + "distributed/batched.py"),
          f("dumps", SITE + "distributed/protocol/core.py")]
 ASYNCIO_WRITE = [f("BatchedSend._background_send", SITE + "distributed/batched.py"),
                  f("AsyncioComm.write", "/src/asynciocomm/comm.py"),
-                 f("MessageCodec.dumps", "/src/asynciocomm/serialization.py")]
+                 f("MessageCodec.dumps", "/src/asynciocomm/serialization/fast.py")]
 PACK = f("Packer__pack", "msgpack/_cmsgpack.c")
 
 
@@ -37,7 +37,7 @@ PACK = f("Packer__pack", "msgpack/_cmsgpack.c")
      ("comm write", "msgpack")),
     (WRITE, ("comm write", "other (de)serialization")),
     # asynciocomm's codec: its in-band pickle, and plain msgpack
-    (ASYNCIO_WRITE + [PACK, f("_pickle_inband", "/src/asynciocomm/serialization.py"),
+    (ASYNCIO_WRITE + [PACK, f("_pickle_inband", "/src/asynciocomm/serialization/fast.py"),
                       f("dumps", STD + "pickle.py")],
      ("comm write", "task specs (pickle)")),
     (ASYNCIO_WRITE + [PACK], ("comm write", "msgpack")),

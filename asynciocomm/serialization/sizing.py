@@ -3,7 +3,7 @@
 Before a message with ``Serialize`` data is serialized, the stock comm takes
 ``safe_sizeof`` of the whole message and offloads above
 ``distributed.comm.utils.OFFLOAD_THRESHOLD`` as it is at that moment;
-:mod:`asynciocomm.packing` keeps that rule. For
+:mod:`asynciocomm.serialization.packing` keeps that rule. For
 a ``{"op": ..., "data": Serialize(array)}`` message most of that call is
 ``dask.sizeof``'s dispatch, once per node: 3.9 µs of the sender's 50 µs per 64 KiB
 message over TLS. :func:`message_size` walks the message itself, and returns the
@@ -32,7 +32,7 @@ from dask.sizeof import sizeof
 from distributed.protocol.serialize import Serialize
 from distributed.sizeof import safe_sizeof
 
-from asynciocomm import internals
+from asynciocomm.serialization import internals
 
 #: dask samples collections longer than this (``sizeof_python_collection``).
 SAMPLE = 10
@@ -42,7 +42,7 @@ SAMPLE = 10
 #: handful of levels; 32 leaves room and stays far below any limit.
 MAX_DEPTH = 32
 
-# Private names (asynciocomm.internals): where one is missing, dask's sizeof
+# Private names (asynciocomm.serialization.internals): where one is missing, dask's sizeof
 # sizes every message.
 _LOOKUP: dict[type, Any] | None = internals.SIZEOF_LOOKUP
 _DICT = internals.SIZEOF_DICT

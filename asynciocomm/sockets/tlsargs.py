@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from asynciocomm.config import Settings
+from asynciocomm.sockets.loops import of_uvloop
 
 
 def check_encryption(prefix: str, encrypted: bool, address: str, args: dict[str, Any]) -> None:
@@ -41,6 +42,6 @@ def tls_timeouts(loop: asyncio.AbstractEventLoop, settings: Settings) -> dict[st
     sending what it holds, then gives up on a peer silent for that long.
     """
     kwargs: dict[str, float] = {"ssl_handshake_timeout": settings.connect_timeout}
-    if sys.version_info >= (3, 11) or type(loop).__module__.startswith("uvloop"):
+    if sys.version_info >= (3, 11) or of_uvloop(loop):
         kwargs["ssl_shutdown_timeout"] = float(settings.tcp_timeout)
     return kwargs

@@ -9,12 +9,12 @@ packing, and ``from_frames`` calls a Python ``object_hook`` for every dict.
 * **Write.** :meth:`MessageCodec.dumps` packs the message with one persistent
   msgpack ``Packer(use_bin_type=True)`` whose ``default`` hook is distributed's
   ``_encode_default``: ``ToPickle`` (a task's ``run_spec`` in every
-  ``compute-task``; pickled by :mod:`asynciocomm.pickling`, its out-of-band
+  ``compute-task``; pickled by :mod:`asynciocomm.serialization.pickling`, its out-of-band
   buffers compressed with the comm's context), ``Pickled``, sets and enums, and,
   when the comm passes itself, the ``Serialize`` / ``Serialized`` sub-frames of
   data messages, built by the same distributed functions with the comm's
   context, shard size and compression (a plain NumPy array by
-  :mod:`asynciocomm.arrays`, with the same result). The frames are then exactly
+  :mod:`asynciocomm.serialization.arrays`, with the same result). The frames are then exactly
   those of ``distributed.protocol.dumps``.
 
   Nothing is pickled or serialized more often than there. A message that fails
@@ -34,10 +34,10 @@ packing, and ``from_frames`` calls a Python ``object_hook`` for every dict.
   in-band object graph (which ``safe_sizeof`` samples cheaply and the stock comm
   would pickle in a thread): here it is pickled on the loop. A message with a
   ``Serialize`` gets ``to_frames``' rule exactly: ``safe_sizeof`` of the whole
-  message (its number, from :mod:`asynciocomm.sizing`), before any ``Serialize``
+  message (its number, from :mod:`asynciocomm.serialization.sizing`), before any ``Serialize``
   is serialized, and the offload above ``distributed.comm.utils.OFFLOAD_THRESHOLD``
   (read at each message, as distributed reads it, so that a threshold changed at
-  run time applies). Its metered steps go through :mod:`asynciocomm.metering`.
+  run time applies). Its metered steps go through :mod:`asynciocomm.serialization.metering`.
 * **Read.** :meth:`MessageCodec.loads` handles messages up to the same live
   threshold; larger ones return FALLBACK, and the comm calls ``from_frames``,
   which offloads them. distributed's hook only acts on dicts carrying one of the
@@ -45,7 +45,7 @@ packing, and ``from_frames`` calls a Python ``object_hook`` for every dict.
   without ``__`` anywhere in its bytes cannot contain one, so it is unpacked with
   no hook at all. Other messages below the threshold get :func:`loads`,
   distributed's ``loads`` step for step, whose metered steps (``decompress``,
-  ``merge_and_deserialize``) go through :mod:`asynciocomm.metering`; it skips
+  ``merge_and_deserialize``) go through :mod:`asynciocomm.serialization.metering`; it skips
   the ``from_frames`` coroutine and its size sum.
 """
 
@@ -65,11 +65,11 @@ from distributed.protocol.serialize import (
 )
 from distributed.utils import offload
 
-from asynciocomm import internals
-from asynciocomm.arrays import NOT_FAST, read_array
-from asynciocomm.fallback import FALLBACK, stock_frames
-from asynciocomm.metering import unobserved
-from asynciocomm.packing import (
+from asynciocomm.serialization import internals
+from asynciocomm.serialization.arrays import NOT_FAST, read_array
+from asynciocomm.serialization.stock import FALLBACK, stock_frames
+from asynciocomm.serialization.metering import unobserved
+from asynciocomm.serialization.packing import (
     Hook,
     NeedsFallback,
     Offload,
@@ -81,7 +81,7 @@ from asynciocomm.packing import (
 )
 
 _MARK = b"__"
-# A private name (asynciocomm.internals): where it is missing, asynciocomm.codecs
+# A private name (asynciocomm.serialization.internals): where it is missing, asynciocomm.serialization.choice
 # gives comms distributed's own path, and nothing here is called.
 msgpack_opts: Any = internals.MSGPACK_OPTS or {}
 _UNPACK_OPTS = dict(use_list=False, **msgpack_opts)
@@ -146,7 +146,7 @@ class MessageCodec:
 
     def _recover(self, msg: Any, type_error: str | None) -> Any:
         """Called in the ``except`` block of a failed first pass (see
-        :func:`asynciocomm.packing.second_pass`)."""
+        :func:`asynciocomm.serialization.packing.second_pass`)."""
         hook = self._hook
         start = len(hook.sub)  # where a second pass's sub-frames begin
         try:

@@ -1,6 +1,6 @@
 """The frame encoder: messages to distributed's tcp wire format (no I/O).
 
-The wire format (see :mod:`asynciocomm.decoder`, the read side) is little-endian
+The wire format (see :mod:`asynciocomm.wire.decoder`, the read side) is little-endian
 u64s: ``prefix | nframes | lengths... | frames...``.
 
 :func:`encode_frames` is the write side: it computes the same prefix as the stock
@@ -8,7 +8,7 @@ writer (so the bytes on the wire are identical), joins the header with the small
 frames and passes large frames by reference as 1-D byte views.
 
 This module is also compiled by Cython (pure-Python mode) into
-``asynciocomm._cencoder``.
+``asynciocomm.wire._cencoder``.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from typing import Union
 try:
     import cython
 except ImportError:  # run as plain Python without Cython: see purecython
-    from asynciocomm import purecython as cython  # type: ignore[no-redef]
+    from asynciocomm.wire import purecython as cython  # type: ignore[no-redef]
 
-from asynciocomm.config import C_INT_MAX
+from asynciocomm.wire.limits import C_INT_MAX
 
 Buffer = Union[bytes, bytearray, memoryview]
 

@@ -48,14 +48,14 @@ from distributed.protocol.pickle import HIGHEST_PROTOCOL
 from distributed.protocol.pickle import dumps as _distributed_dumps
 from distributed.protocol.serialize import dask_serialize
 
-from asynciocomm import internals
+from asynciocomm.serialization import internals
 
 
 class _NoTask:
     """Stands for dask's Task where there is none: no object is of this type."""
 
 
-# Private names (asynciocomm.internals): where one is missing, by_value() is
+# Private names (asynciocomm.serialization.internals): where one is missing, by_value() is
 # always False, and without the pickler steps distributed's dumps is called.
 Task: Any = internals.TASK if internals.TASK is not None else _NoTask
 _DaskPickler: Any = internals.DASK_PICKLER

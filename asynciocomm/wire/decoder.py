@@ -29,7 +29,7 @@ Strategy of :class:`FrameDecoder` (the read side, driven like a BufferedProtocol
   anything is allocated for the message. A violation raises :class:`ProtocolError`
   and the decoder refuses further input.
 
-The write side is :mod:`asynciocomm.encoder`.
+The write side is :mod:`asynciocomm.wire.encoder`.
 """
 
 from __future__ import annotations
@@ -42,12 +42,12 @@ from collections import deque
 try:
     import cython
 except ImportError:  # run as plain Python without Cython: see purecython
-    from asynciocomm import purecython as cython  # type: ignore[no-redef]
+    from asynciocomm.wire import purecython as cython  # type: ignore[no-redef]
 from collections.abc import Sequence
 
-from asynciocomm.buffers import Allocator, default_allocator, scratch_allocate
-from asynciocomm.config import C_INT_MAX
-from asynciocomm.errors import ProtocolError
+from asynciocomm.wire.buffers import Allocator, default_allocator, scratch_allocate
+from asynciocomm.wire.limits import C_INT_MAX
+from asynciocomm.wire.errors import ProtocolError
 
 _PRELUDE = struct.Struct("<QQ")
 _ONE_LENGTH = struct.Struct("<Q")  # the lengths of a one-frame message
@@ -76,7 +76,7 @@ class FrameDecoder:
     writable memoryviews); :attr:`queued_bytes` counts their payload.
 
     This module is also compiled by Cython (pure-Python mode) into
-    ``asynciocomm._cdecoder``; the declarations below type the fields there and are
+    ``asynciocomm.wire._cdecoder``; the declarations below type the fields there and are
     plain class attributes here.
     """
 

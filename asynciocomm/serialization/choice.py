@@ -4,10 +4,10 @@ distributed's own path otherwise.
 The decision is made once per process, at its first comm (:func:`decided`;
 not at import: asynciocomm can be imported while distributed itself is being
 imported, through the takeover's entry point of patches/0001). The fast
-:class:`~asynciocomm.serialization.MessageCodec` is used when every private name
-it needs is there (:mod:`asynciocomm.internals`), it imports, and its
-self-check (:mod:`asynciocomm.selfcheck`) finds its frames equal to
-distributed's; else every comm gets a :class:`~asynciocomm.fallback.StockCodec`,
+:class:`~asynciocomm.serialization.fast.MessageCodec` is used when every private name
+it needs is there (:mod:`asynciocomm.serialization.internals`), it imports, and its
+self-check (:mod:`asynciocomm.serialization.selfcheck`) finds its frames equal to
+distributed's; else every comm gets a :class:`~asynciocomm.serialization.stock.StockCodec`,
 which (de)serializes every message with distributed's ``to_frames`` and
 ``from_frames``, as the stock comm does. Anything off is logged once, as one
 WARNING that names the release.
@@ -18,8 +18,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from asynciocomm import internals
-from asynciocomm.fallback import FALLBACK, StockCodec
+from asynciocomm.serialization import internals
+from asynciocomm.serialization.stock import FALLBACK, StockCodec
 from asynciocomm.log import get_logger
 
 __all__ = ["FALLBACK", "FAST", "FRAMING", "OFF_BECAUSE", "decide", "decided", "new_codec",
@@ -37,8 +37,8 @@ def decide() -> tuple[type, str | None, str | None]:
     if needed:
         return StockCodec, f"{', '.join(needed)} missing or changed", None
     try:
-        from asynciocomm import selfcheck
-        from asynciocomm.serialization import MessageCodec
+        from asynciocomm.serialization import selfcheck
+        from asynciocomm.serialization.fast import MessageCodec
 
         codec, framing = selfcheck.differences(MessageCodec)
     except Exception as e:  # a release the fast path cannot even load on
@@ -62,7 +62,7 @@ def report(off_because: str | None, framing: str | None) -> None:
         parts.append(f"the wire framing differs ({framing}): the takeover of tcp:// and "
                      "tls:// cannot talk to the stock comm; asyncio:// peers are unaffected")
     if parts:
-        from asynciocomm import selfcheck
+        from asynciocomm.serialization import selfcheck
 
         selfcheck.report("; ".join(parts))
 

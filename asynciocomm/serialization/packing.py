@@ -6,7 +6,7 @@ distributed's ``_encode_default``, with the sub-frames of ``ToPickle``,
 (``create_pickled_sub_frames``, ``create_serialized_sub_frames``), in the same
 order, with the same metered steps. The rest is what distributed's ``dumps``
 and ``to_frames`` do when a pass fails, for a message that
-:class:`asynciocomm.serialization.MessageCodec` began and cannot hand to
+:class:`asynciocomm.serialization.fast.MessageCodec` began and cannot hand to
 ``to_frames`` without pickling something twice: :func:`second_pass` (after a
 ``TypeError``, pickle what msgpack cannot take), :func:`log_unserializable` (their
 logs), and :func:`resume` (the rest of a message ``to_frames`` would offload,
@@ -31,13 +31,13 @@ from distributed.protocol.serialize import (
 )
 from distributed.utils import ensure_memoryview
 
-from asynciocomm import internals
-from asynciocomm.arrays import split_serialized
-from asynciocomm.metering import unobserved
-from asynciocomm.pickling import pickle_dumps
-from asynciocomm.sizing import message_size
+from asynciocomm.serialization import internals
+from asynciocomm.serialization.arrays import split_serialized
+from asynciocomm.serialization.metering import unobserved
+from asynciocomm.serialization.pickling import pickle_dumps
+from asynciocomm.serialization.sizing import message_size
 
-# Private names (asynciocomm.internals): where one is missing, asynciocomm.codecs
+# Private names (asynciocomm.serialization.internals): where one is missing, asynciocomm.serialization.choice
 # gives comms distributed's own path, and nothing here is called.
 _is_msgpack_serializable: Any = internals.IS_MSGPACK_SERIALIZABLE
 _UNPACK_OPTS = dict(use_list=False, **(internals.MSGPACK_OPTS or {}))

@@ -20,7 +20,7 @@ order, and the same frames, in 1.9 µs, when all of these hold:
 * no module is registered with cloudpickle for pickling by value (that would
   change distributed's pickle of the type, computed once here);
 * no metric callback listens (distributed's step is metered; see
-  :mod:`asynciocomm.metering`);
+  :mod:`asynciocomm.serialization.metering`);
 * ``serialize_numpy_ndarray`` succeeds (on failure distributed's step runs, and
   reports the error its own way).
 
@@ -58,7 +58,7 @@ again.
 numpy is never imported here: both fast paths are armed by the first array,
 whose module is loaded by then (and so is distributed's ``protocol.numpy``,
 which arming imports). Once armed, they are checked against distributed's own
-steps on a canonical array message (:func:`asynciocomm.selfcheck.array_difference`);
+steps on a canonical array message (:func:`asynciocomm.serialization.selfcheck.array_difference`);
 a difference turns both off, with one WARNING.
 """
 
@@ -82,11 +82,11 @@ from distributed.protocol.serialize import (
 )
 from distributed.protocol.utils import frame_split_size
 
-from asynciocomm import internals
-from asynciocomm.metering import listening, unobserved
+from asynciocomm.serialization import internals
+from asynciocomm.serialization.metering import listening, unobserved
 
 _split = unobserved(serialize_and_split)
-# Private names (asynciocomm.internals): where one is missing, that side's fast
+# Private names (asynciocomm.serialization.internals): where one is missing, that side's fast
 # path stays off.
 _serialize_lookup: Any = internals.SERIALIZE_LOOKUP
 _deserialize_lookup: Any = internals.DESERIALIZE_LOOKUP
@@ -144,8 +144,8 @@ def _arm() -> None:
         _Fast.deserialize = deserialize
         _Fast.deserialize_bare = bare
     if _Fast.serialize is not None or _Fast.deserialize is not None:
-        from asynciocomm import selfcheck
-        from asynciocomm.serialization import MessageCodec
+        from asynciocomm.serialization import selfcheck
+        from asynciocomm.serialization.fast import MessageCodec
 
         difference = selfcheck.array_difference(MessageCodec, numpy)
         if difference is not None:

@@ -1,6 +1,6 @@
 """Selects the decoder and encoder implementations: compiled twins or pure Python.
 
-``asynciocomm._cdecoder`` and ``asynciocomm._cencoder`` are ``decoder.py`` and
+``asynciocomm.wire._cdecoder`` and ``asynciocomm.wire._cencoder`` are ``decoder.py`` and
 ``encoder.py`` compiled by Cython at install time (see setup.py). They are used
 when both are present, unless ``ASYNCIOCOMM_PURE_PYTHON=1`` is set; each twin
 exposes the same names as its source and passes the same tests.
@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
-from asynciocomm import decoder as pure_decoder
-from asynciocomm import encoder as pure_encoder
+from asynciocomm.wire import decoder as pure_decoder
+from asynciocomm.wire import encoder as pure_encoder
 
 FORCE_PURE = os.environ.get("ASYNCIOCOMM_PURE_PYTHON", "") not in ("", "0")
 
@@ -21,7 +21,8 @@ def _load() -> tuple[ModuleType, ModuleType]:
     if FORCE_PURE:
         return pure_decoder, pure_encoder
     try:
-        from asynciocomm import _cdecoder, _cencoder  # type: ignore[attr-defined]
+        from asynciocomm.wire import _cdecoder
+        from asynciocomm.wire import _cencoder  # type: ignore[attr-defined]
     except ImportError:
         return pure_decoder, pure_encoder
     return _cdecoder, _cencoder

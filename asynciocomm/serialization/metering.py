@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from asynciocomm import internals
+from asynciocomm.serialization import internals
 
 F = TypeVar("F", bound=Callable[..., Any])
 

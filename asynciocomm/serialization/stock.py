@@ -35,7 +35,7 @@ async def stock_frames(
 
 
 class StockCodec:
-    """A codec (the interface of :class:`asynciocomm.serialization.MessageCodec`)
+    """A codec (the interface of :class:`asynciocomm.serialization.fast.MessageCodec`)
     that leaves every message to distributed's ``to_frames`` and ``from_frames``."""
 
     __slots__ = ()

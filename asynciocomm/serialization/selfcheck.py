@@ -1,6 +1,6 @@
 """The fast path's frames against distributed's own, on the release installed.
 
-The fast codec (:mod:`asynciocomm.serialization` and the modules it uses) gives
+The fast codec (:mod:`asynciocomm.serialization.fast` and the modules it uses) gives
 the frames of ``distributed.protocol.dumps`` and reads them as ``loads`` does by
 mirroring what distributed's functions do, step for step. A release of
 distributed that nobody has tested with it may do something else. So, once per
@@ -10,7 +10,7 @@ spec pickled by reference and one pickled by value, out-of-band pickle buffers,
 the second pass for an object msgpack cannot take, ``Serialize`` and
 ``Serialized`` data), with the fast codec and with distributed's ``dumps``; it reads distributed's frames with the
 fast codec and with distributed's ``loads``; and it sizes each message as
-``to_frames`` does. The first difference is returned; :mod:`asynciocomm.codecs`
+``to_frames`` does. The first difference is returned; :mod:`asynciocomm.serialization.choice`
 then gives every comm distributed's own path. The same pass compares the
 encoder's framing of distributed's frames with the stock comm's writer.
 :func:`array_difference` checks the NumPy fast paths the same way, on a message
@@ -43,8 +43,8 @@ from distributed.metrics import context_meter
 from distributed.protocol.serialize import Serialize, Serialized, ToPickle, serialize
 from distributed.sizeof import safe_sizeof
 
-from asynciocomm import internals
-from asynciocomm.fallback import FALLBACK
+from asynciocomm.serialization import internals
+from asynciocomm.serialization.stock import FALLBACK
 from asynciocomm.log import get_logger
 
 logger = get_logger(__name__)
@@ -158,7 +158,7 @@ def _message_difference(
                                        frame_split_size=comm.max_shard_size)
     framing = None
     if internals.FRAMES_HEADER is not None:
-        from asynciocomm.speedups import encode_frames
+        from asynciocomm.wire.speedups import encode_frames
 
         ours, _ = encode_frames(list(stock), 16 * 1024)
         theirs, _, _ = internals.FRAMES_HEADER(list(stock))
@@ -179,7 +179,7 @@ def _message_difference(
     got = codec_class.loads(views, sum(v.nbytes for v in views), True, None)
     if got is not FALLBACK and not _same(got, expected):
         return f"{name}: distributed's frames read differently from its loads", framing
-    from asynciocomm.sizing import message_size
+    from asynciocomm.serialization.sizing import message_size
 
     msg = make()
     if message_size(msg) != safe_sizeof(msg, default_size=-1):
@@ -215,7 +215,7 @@ def _differences(codec_class: type, messages: Messages) -> tuple[str | None, str
     comm = _Comm()
     codec = framing = None
     # Metric callbacks of the caller's context would make the fast path step
-    # aside (asynciocomm.metering): the check is of the fast path itself.
+    # aside (asynciocomm.serialization.metering): the check is of the fast path itself.
     clear = getattr(context_meter, "clear_callbacks", None)
     with clear() if clear is not None else contextlib.nullcontext(), \
             _quiet("distributed.protocol.core"):

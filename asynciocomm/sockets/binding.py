@@ -18,7 +18,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from asynciocomm.sockopts import reuse_address
+from asynciocomm.sockets.sockopts import reuse_address
 
 #: Attempts at binding every family of a wildcard address to one random port (the
 #: stock listener's count: the port the first family got may be taken in another).

@@ -2,13 +2,13 @@
 in one place, each with a fallback.
 
 The fast paths give distributed's bytes and objects with fewer steps
-(:mod:`asynciocomm.serialization` and the modules it uses), and some of them
+(:mod:`asynciocomm.serialization.fast` and the modules it uses), and some of them
 read internals of dask and distributed to know when a shortcut is sure to give
 distributed's result. None of these names is an API: any release may drop or
 change one. Each is looked up here. One that is missing, or not of the shape
 the fast path reads, is None here, and the fast path named beside it is off,
 with distributed's own step in its place; :data:`MISSING` lists them, and
-:mod:`asynciocomm.codecs` logs them once. Nothing here raises at import.
+:mod:`asynciocomm.serialization.choice` logs them once. Nothing here raises at import.
 
 Every name below is present, in the shape read, on each release tested
 (README, "Compatibility").
@@ -22,15 +22,15 @@ from contextvars import ContextVar
 from typing import Any
 
 #: The fast paths, as :data:`MISSING` and the log name them.
-CODEC = "the fast codec (asynciocomm.serialization; without it, to_frames/from_frames)"
-BY_VALUE = "a task of a local function pickled by cloudpickle alone (asynciocomm.pickling.by_value)"
-PICKLE_STEPS = "distributed's pickle.dumps step for step (asynciocomm.pickling.pickle_dumps)"
-ARRAY_WRITE = "NumPy arrays serialized without the generic steps (asynciocomm.arrays)"
-ARRAY_READ = "NumPy arrays deserialized without the generic steps (asynciocomm.arrays)"
-METERS = "meters skipped while no callback listens (asynciocomm.metering)"
-SIZING = "offload sizing without dask.sizeof's dispatch per node (asynciocomm.sizing)"
+CODEC = "the fast codec (asynciocomm.serialization.fast; without it, to_frames/from_frames)"
+BY_VALUE = "a task of a local function pickled by cloudpickle alone (asynciocomm.serialization.pickling.by_value)"
+PICKLE_STEPS = "distributed's pickle.dumps step for step (asynciocomm.serialization.pickling.pickle_dumps)"
+ARRAY_WRITE = "NumPy arrays serialized without the generic steps (asynciocomm.serialization.arrays)"
+ARRAY_READ = "NumPy arrays deserialized without the generic steps (asynciocomm.serialization.arrays)"
+METERS = "meters skipped while no callback listens (asynciocomm.serialization.metering)"
+SIZING = "offload sizing without dask.sizeof's dispatch per node (asynciocomm.serialization.sizing)"
 #: Not a fast path: the transport always frames as the stock comm does.
-FRAMING_CHECK = "the self-check of the wire framing against the stock writer (asynciocomm.selfcheck)"
+FRAMING_CHECK = "the self-check of the wire framing against the stock writer (asynciocomm.serialization.selfcheck)"
 
 #: Each private name not found, or not of the shape read: the fast paths it turns off.
 MISSING: dict[str, list[str]] = {}
@@ -91,7 +91,7 @@ def slots(cls: type) -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
-# --- asynciocomm.pickling ----------------------------------------------------
+# --- asynciocomm.serialization.pickling ----------------------------------------------------
 #: dask's task spec class: a task is pickled by its slots, ``func`` among them.
 TASK: type | None = _find("dask._task_spec:Task", BY_VALUE, _is_class)
 TASK_SLOTS: tuple[str, ...] = slots(TASK) if TASK is not None else ()
@@ -113,11 +113,11 @@ DESERIALIZE_LOOKUP: dict[Any, Any] | None = _find(
 EXTENSION_REGISTRY: dict[Any, int] | None = _find(
     "copyreg:_extension_registry", BY_VALUE, _is_dict)
 
-# --- asynciocomm.metering ----------------------------------------------------
+# --- asynciocomm.serialization.metering ----------------------------------------------------
 METER_CALLBACKS: ContextVar[Any] | None = _find(
     "distributed.metrics:context_meter._callbacks", METERS, _meter_callbacks)
 
-# --- asynciocomm.serialization and packing -------------------------------------
+# --- asynciocomm.serialization.fast and packing -------------------------------------
 #: to_frames' offload threshold is read live, at each message, as distributed
 #: reads it; whether it is there at all is decided here.
 _find("distributed.comm.utils:OFFLOAD_THRESHOLD", CODEC, _number_or_off)
@@ -126,7 +126,7 @@ IS_MSGPACK_SERIALIZABLE: Callable[[Any], bool] | None = _find(
 MSGPACK_OPTS: dict[str, Any] | None = _find(
     "distributed.protocol.utils:msgpack_opts", CODEC, _is_dict)
 
-# --- asynciocomm.sizing --------------------------------------------------------
+# --- asynciocomm.serialization.sizing --------------------------------------------------------
 SIZEOF_LOOKUP: dict[type, Any] | None = _find("dask.sizeof:sizeof._lookup", SIZING, _is_dict)
 SIZEOF_DICT: Callable[..., Any] | None = _find(
     "dask.sizeof:sizeof_python_dict", SIZING, callable)
@@ -134,7 +134,7 @@ SIZEOF_COLLECTION: Callable[..., Any] | None = _find(
     "dask.sizeof:sizeof_python_collection", SIZING, callable)
 
 
-# --- asynciocomm.selfcheck -----------------------------------------------------
+# --- asynciocomm.serialization.selfcheck -----------------------------------------------------
 FRAMES_HEADER: Callable[[list[Any]], Any] | None = _find(
     "distributed.comm.tcp:_add_frames_header", FRAMING_CHECK, callable)
 

@@ -1,10 +1,11 @@
 """Where the decoder's buffers come from.
 
 A received frame of at least ``direct-read`` bytes gets a buffer of its own, which
-outlives the message (a numpy array is built on it without a copy), so it comes
-from the same allocator as the stock comm's: distributed's ``host_array``. The
-decoder's shared receive buffer comes from it too, uninitialized: its pages cost
-memory only once data lands in them.
+outlives the message (a numpy array is built on it without a copy), so it is
+allocated as the stock comm's are (distributed's ``host_array``): ``numpy.empty``
+when numpy is importable, else a ``bytearray``. The decoder's shared receive
+buffer comes from it too, uninitialized: its pages cost memory only once data
+lands in them.
 """
 
 from __future__ import annotations
@@ -18,13 +19,20 @@ def _bytearray_allocate(n: int) -> memoryview:
     return memoryview(bytearray(n))
 
 
+def _numpy_allocate(n: int) -> memoryview:
+    import numpy
+
+    return numpy.empty((n,), dtype="u1").data
+
+
 def default_allocator() -> Allocator:
-    """distributed's ``host_array`` (numpy.empty when numpy is importable)."""
+    """``numpy.empty`` when numpy is importable (uninitialized memory), else
+    ``bytearray``: the choice of distributed's ``host_array``."""
     try:
-        from distributed.protocol.utils import host_array
-    except ImportError:  # pragma: no cover - distributed is a hard dependency
+        import numpy  # noqa: F401
+    except ImportError:
         return _bytearray_allocate
-    return host_array
+    return _numpy_allocate
 
 
 def scratch_allocate(n: int) -> memoryview:
