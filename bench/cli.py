@@ -10,8 +10,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from bench.common.options import (CLUSTER_BOUNDS, COMM_BOUNDS, BenchError,
-                                  available_default_schemes, check_loops, check_schemes)
+from bench.common.options import (CLUSTER_BOUNDS, COMM_BOUNDS, COMM_PARTS, BenchError,
+                                  available_default_schemes, bulk_bounds, check_loops,
+                                  check_schemes)
 
 #: The suite subcommands, which share their options and the result document.
 SUBCOMMANDS = ("comm", "cluster", "profile", "report", "quick", "all")
@@ -36,6 +37,27 @@ def _gcs(text: str) -> list[bool]:
             raise BenchError(f"--gc takes on, off or on,off; got {t!r}")
         out.append(t == "on")
     return out
+
+
+def _parts(text: str) -> tuple[str, ...]:
+    parts = _csv(text)
+    for part in parts:
+        if part not in COMM_PARTS:
+            raise argparse.ArgumentTypeError(
+                f"--only takes {', '.join(COMM_PARTS)}; got {part!r}")
+    return tuple(p for p in COMM_PARTS if p in parts)
+
+
+def _sizes(text: str) -> dict[int, tuple[int, float]]:
+    from dask.utils import parse_bytes
+
+    try:
+        sizes = [parse_bytes(t) for t in _csv(text)]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--bulk: {exc}") from None
+    if not sizes or any(s <= 4096 for s in sizes):
+        raise argparse.ArgumentTypeError("--bulk takes sizes above 4 KiB")
+    return {s: bulk_bounds(s) for s in sizes}
 
 
 def commands() -> dict[str, ModuleType]:
@@ -94,6 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument("--cpu-thread", action="store_true",
                             help="a CPU-bound pure-Python thread in every comm server "
                                  "process, as a worker's task threads (GIL hand-offs)")
+        if name == "comm":
+            sp.add_argument("--only", type=_parts, default=None,
+                            help="comma-separated parts to run: "
+                                 f"{', '.join(COMM_PARTS)} (default: all)")
+            sp.add_argument("--bulk", type=_sizes, default=None,
+                            help="comma-separated one-way sizes, in dask's units "
+                                 "(64KiB,16MiB), instead of the preset's")
         if name in ("cluster", "profile", "quick", "all"):
             sp.add_argument("--gc", type=_gcs, default=None,
                             help="scheduler GC: on, off or on,off")
@@ -169,7 +198,8 @@ def run(args: argparse.Namespace) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     size = args.size
     doc = results.new_document(size if args.cmd in ("quick", "all") else f"{args.cmd}/{size}")
-    comm_b = _replace(COMM_BOUNDS[size], reps=args.reps)
+    comm_b = _replace(COMM_BOUNDS[size], reps=args.reps, parts=getattr(args, "only", None),
+                      bulk=getattr(args, "bulk", None))
     clus_b = CLUSTER_BOUNDS[size]
     if args.cmd != "comm":
         clus_b = _replace(clus_b, reps=args.reps, workers=args.workers,

@@ -99,6 +99,37 @@ def ratio_table(sec: dict[str, Any]) -> str:
     return _table(rows, heads, "metric") if rows else ""
 
 
+def raw_peer(config: dict[str, Any]) -> str | None:
+    """The bare protocol on a comm's own loop and transport, the physical limit
+    its bulk rows are set against: ``rawaio@loop``, over TLS
+    ``rawaio+tls@loop``; None for anything but a comm."""
+    if config.get("kind", "comm") != "comm" or not config.get("loop"):
+        return None
+    tls = config.get("tls", is_tls(config.get("scheme") or ""))
+    return f"rawaio{'+tls' if tls else ''}@{config['loop']}"
+
+
+def raw_share_table(sec: dict[str, Any]) -> str:
+    """Every comm's bulk throughput against the bare protocol on its loop (stock
+    comms too), paired within each repetition: the share of the raw socket."""
+    labels = {c["label"] for c in sec["configs"]}
+    pairs = {c["label"]: peer for c in sec["configs"]
+             if (peer := raw_peer(c)) is not None and peer in labels}
+    metrics = [m for m in sec["metrics"] if m.startswith("bulk_") and m.endswith("_gibs")]
+    if not pairs or not metrics:
+        return ""
+    by = by_config(sec["samples"])
+    rows = []
+    for metric in metrics:
+        comps = {lab: compare(by, lab, peer, metric, True) for lab, peer in pairs.items()}
+        if all(not c.n for c in comps.values()):
+            continue
+        rows.append((_title(sec["metrics"][metric], metric),
+                     [cell(comps[lab]) for lab in pairs]))
+    heads = [f"`{lab}` vs `{peer}`" for lab, peer in pairs.items()]
+    return _table(rows, heads, "metric") if rows else ""
+
+
 def headline(doc: dict[str, Any]) -> str:
     """The headline: its legend and one table, comm rows first, one column per
     comm (not a reference) that has a stock peer on its loop."""
