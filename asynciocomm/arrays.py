@@ -66,6 +66,7 @@ from typing import Any
 
 import cloudpickle
 import msgpack
+from distributed.protocol.compression import compressions
 from distributed.protocol.pickle import dumps as _pickle_dumps
 from distributed.protocol.serialize import (
     Serialize,
@@ -178,6 +179,32 @@ def split_serialized(
             header["compression"] = (None,) * len(out_frames)
             return header, out_frames
     return _split(obj, serializers=serializers, on_error=on_error, context=context, size=size)
+
+
+def copy_free_nbytes(obj: Any, serializers: Any, context: Any) -> int:
+    """The bytes of ``obj`` if it is a ``Serialize``'d array whose serialization
+    copies and compresses nothing, else -1.
+
+    That is an array :func:`split_serialized` takes, C- or F-contiguous,
+    without zero strides, of a dtype distributed neither pickles (object) nor
+    pickles the dtype of (structured), with the comm's compression off: its
+    frame is a view of the array, so serializing it costs the same few
+    microseconds at any size. Its bytes are what ``dask.sizeof`` counts for it.
+    """
+    if not _applies(obj, serializers):
+        return -1
+    x = obj.data
+    dtype = x.dtype
+    if (dtype.hasobject or dtype.kind == "V" or 0 in x.strides
+            or not (x.flags.c_contiguous or x.flags.f_contiguous)):
+        return -1
+    name = context["compression"] if context and "compression" in context else "auto"
+    try:
+        if compressions[name].name:  # what maybe_compress would use
+            return -1
+    except (KeyError, TypeError):
+        return -1
+    return int(x.nbytes)
 
 
 #: Marker: the sub-message is not one the read fast path takes.

@@ -32,6 +32,20 @@ def _check(msg: dict, i: int, size: int = MiB) -> None:
     assert data.nbytes == size and data[0] == i % 251 and data[-1] == i % 251
 
 
+def _offloaded_msg(i: int, size: int) -> dict:
+    """A message whose array distributed deserializes in its offload thread
+    above the threshold: it pickles the array's (structured) dtype."""
+    data = np.zeros(size, dtype=[("b", "u1")])
+    data["b"] = i % 251
+    return {"i": i, "data": to_serialize(data)}
+
+
+def _check_offloaded(msg: dict, i: int, size: int) -> None:
+    assert msg["i"] == i
+    data = msg["data"]["b"]
+    assert data.nbytes == size and data[0] == i % 251 and data[-1] == i % 251
+
+
 async def _until_stalled(progress, task: asyncio.Future, polls: int = 5) -> None:
     """Wait until ``progress()`` stops changing for ``polls`` consecutive polls (or
     the task finishes); bounded by WAIT."""
@@ -219,7 +233,8 @@ async def test_a_message_in_the_offload_thread_still_holds_reading_back(
     until the next one is returned. A message counts as unread until read()
     returns it, so no third frame is received meanwhile: with a buffer pool of
     two frames, every frame after the first two reuses a pooled block, and every
-    message arrives intact."""
+    message arrives intact. (The arrays are of a structured dtype: a plain
+    array is read without the offload thread.)"""
     import distributed.comm.utils
 
     from asynciocomm.pool import shared_pool
@@ -244,7 +259,7 @@ async def test_a_message_in_the_offload_thread_still_holds_reading_back(
         try:
             for i in range(n):
                 msg = await comm.read()
-                _check(msg, i, size)
+                _check_offloaded(msg, i, size)
             got.set_result((pool.hits - hits, pool.misses - misses))
         except BaseException as exc:
             got.set_exception(exc)
@@ -257,7 +272,7 @@ async def test_a_message_in_the_offload_thread_still_holds_reading_back(
             comm = await connect_to(variant, certs, listener.contact_address, timeout=WAIT)
             try:
                 for i in range(n):
-                    await comm.write(_msg(i, size))
+                    await comm.write(_offloaded_msg(i, size))
                 hits, misses = await asyncio.wait_for(got, WAIT)
             finally:
                 await comm.close()
