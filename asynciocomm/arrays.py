@@ -42,7 +42,8 @@ whole 64 KiB message through ``MessageCodec.loads``: 6.2 → 2.3 µs):
   to here;
 * the deserializers are the default ones or include ``"dask"``;
 * distributed's ``"dask"`` family and its ``ndarray`` deserializer are its own;
-* no frame is compressed, and there is at most one shard;
+* no frame is compressed, and the array's buffer is one frame, or shards
+  that ``merge_memoryviews`` joins without a copy (adjacent in one buffer);
 * the array is neither pickled (object dtype) nor of a pickled dtype
   (structured): unpickling is left to distributed, so that it runs once;
 * no metric callback listens;
@@ -78,7 +79,7 @@ from distributed.protocol.serialize import (
     serialize_and_split,
     typename,
 )
-from distributed.protocol.utils import frame_split_size, msgpack_opts
+from distributed.protocol.utils import frame_split_size, merge_memoryviews, msgpack_opts
 
 from asynciocomm.metering import listening, unobserved
 
@@ -229,8 +230,8 @@ def _checked(header: Any) -> tuple[dict[str, Any], int] | None:
     if compression is not None and compression.count(None) != len(compression):
         return None
     split = header.get("split-num-sub-frames")
-    if split is not None and (split != (1,) or header.get("split-offsets") != (0,)):
-        return None  # one shard at 0 is all that merge_memoryviews hands back as is
+    if split is not None and (split != (take,) or header.get("split-offsets") != (0,)):
+        return None  # one buffer, in one shard or in several (merged in read_array)
     sub = header["sub-header"]
     if sub.get("pickle") or sub["dtype"][0] != 0:
         return None  # unpickling is left to distributed, so that it runs once
@@ -277,7 +278,17 @@ def read_array(frames: list[Any], offset: int, deserializers: Any) -> tuple[Any,
         _read_cache[key] = entry
     header, take = entry
     start = offset + 1
+    shards = frames[start : start + take]
+    if take > 1:
+        # The shards of one buffer larger than distributed.comm.shard: adjacent
+        # in one receive buffer (the stock writer's layout, which the decoder
+        # keeps), so merge_memoryviews joins them without a copy, as in
+        # distributed's merge step; anything else is left to that step.
+        try:
+            shards = [merge_memoryviews(shards)]
+        except (ValueError, TypeError):
+            return NOT_FAST, None
     try:
-        return _Fast.deserialize_bare(header["sub-header"], frames[start : start + take]), None
+        return _Fast.deserialize_bare(header["sub-header"], shards), None
     except Exception:
         return NOT_FAST, None  # distributed's steps fail the same way, and log it
