@@ -39,6 +39,16 @@ def _gcs(text: str) -> list[bool]:
     return out
 
 
+def _report_input(text: str) -> tuple[Path, tuple[str, ...] | None]:
+    """``PATH`` or ``PATH:SECTION,...`` (the sections of that run to take)."""
+    from bench.common.results import SECTIONS
+
+    path, sep, names = text.rpartition(":")
+    if not sep or not names or not set(_csv(names)) <= set(SECTIONS):
+        return Path(text), None
+    return Path(path), tuple(_csv(names))
+
+
 def _parts(text: str) -> tuple[str, ...]:
     parts = _csv(text)
     for part in parts:
@@ -97,11 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="no progress and no report on stdout (report.md is written)")
         sp.add_argument("--no-plots", action="store_true", help="skip PNG plots")
         if name == "report":
-            sp.add_argument("results", type=Path, nargs="+",
+            sp.add_argument("results", type=_report_input, nargs="+",
                             help="results.json or its directory; several are merged into "
                                  "one report and one results.json in --out (a section "
                                  "of several runs: their samples, each run's "
-                                 "repetitions apart)")
+                                 "repetitions apart). PATH:SECTION,... takes only those "
+                                 "sections of that run (comm, cluster, profile, scale, "
+                                 "multihome)")
             sp.add_argument("--name", default="report.md", help="markdown file name")
             continue
         sp.add_argument("--size", choices=("full", "quick", "smoke"),
@@ -179,13 +191,13 @@ def run(args: argparse.Namespace) -> Path:
         result: Path = own.run(args)
         return result
     if args.cmd == "report":
-        doc = results.merge([results.load(p) for p in args.results])
-        first = args.results[0]
-        out = args.out or (first if first.is_dir() else first.parent)
+        doc = results.merge([results.only(results.load(p), keep) for p, keep in args.results])
+        paths = [p for p, _ in args.results]
+        out = args.out or (paths[0] if paths[0].is_dir() else paths[0].parent)
         out.mkdir(parents=True, exist_ok=True)
-        if len(args.results) > 1:  # the merged document, beside its report
+        if len(paths) > 1:  # the merged document, beside its report
             if any(out.resolve() == (p if p.is_dir() else p.parent).resolve()
-                   for p in args.results):
+                   for p in paths):
                 raise BenchError("report: --out must not hold one of the merged results")
             results.save(doc, out)
         pl = {} if args.no_plots else plots.render_all(doc, out)
