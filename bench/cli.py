@@ -175,6 +175,16 @@ def part_schemes(cmd: str, schemes: list[str]) -> list[str]:
     return [s for s in schemes if s in ("tcp", "asyncio")] or schemes
 
 
+def _with_reps(bounds: Any, reps: int | None) -> Any:
+    """``bounds`` with ``reps`` repetitions (when given), and a time budget that
+    grows with them: more repetitions than the preset's are asked for, so its
+    budget, sized for the preset's, must not cut them."""
+    if reps is None:
+        return bounds
+    return _replace(bounds, reps=reps,
+                    budget_s=bounds.budget_s * max(1.0, reps / bounds.reps))
+
+
 def _replace(bounds: Any, **kw: Any) -> Any:
     import dataclasses
 
@@ -210,11 +220,11 @@ def run(args: argparse.Namespace) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     size = args.size
     doc = results.new_document(size if args.cmd in ("quick", "all") else f"{args.cmd}/{size}")
-    comm_b = _replace(COMM_BOUNDS[size], reps=args.reps, parts=getattr(args, "only", None),
-                      bulk=getattr(args, "bulk", None))
+    comm_b = _replace(_with_reps(COMM_BOUNDS[size], args.reps),
+                      parts=getattr(args, "only", None), bulk=getattr(args, "bulk", None))
     clus_b = CLUSTER_BOUNDS[size]
     if args.cmd != "comm":
-        clus_b = _replace(clus_b, reps=args.reps, workers=args.workers,
+        clus_b = _replace(_with_reps(clus_b, args.reps), workers=args.workers,
                           threads=args.threads, wide=args.wide)
     gcs = getattr(args, "gc", None) or ([True] if args.cmd == "quick" else [True, False])
     started = time.monotonic()
