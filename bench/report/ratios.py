@@ -19,7 +19,8 @@ NOISE = "no measurable difference"
 #: The headline's rows, in order; a row shows where the run measured it.
 HEADLINE = {
     "comm": ("ping_rts", "ping_cpu_us", "stream_msgs", "bulk_64KiB_gibs", "bulk_1MiB_gibs",
-             "bulk_16MiB_gibs", "bulk_128MiB_gibs", "clients_32_rts"),
+             "bulk_4MiB_gibs", "bulk_16MiB_gibs", "bulk_32MiB_gibs", "bulk_64MiB_gibs",
+             "bulk_128MiB_gibs", "clients_32_rts"),
     "cluster": ("wide_gc_on_wall_s", "wide_gc_on_loop_cpu_us", "tree_gc_on_wall_s",
                 "shuffle_gc_on_wall_s"),
     # the scale bench's short tasks (20,000 in one map) at 2, 64 and 256 workers,
