@@ -175,7 +175,6 @@ class Hook:
         header["num-sub-frames"] = len(frames)
         return [msgpack.dumps(header, default=msgpack_encode_default, use_bin_type=True)] + frames
 
-
     def _offload_rule(self, obj: Serialize, comm: Any) -> None:
         """Raise Offload where ``to_frames`` would offload, with one exception.
 
