@@ -263,7 +263,10 @@ def second_pass(packer: msgpack.Packer, hook: Hook, msg: Any, exc: Exception) ->
     Its list of frames is not emptied in between: the second pass's sub-frames
     follow the first pass's, which stay in the message unreferenced."""
     if hook.safe or not isinstance(exc, TypeError):
-        raise exc
+        try:
+            raise exc
+        finally:
+            del exc  # its traceback holds this frame: no cycle through the argument
     _core_logger.info(
         f"Failed to serialize ({exc}); falling back to pickle. "
         "Be aware that this may degrade performance."

@@ -160,6 +160,9 @@ class MessageCodec:
             raise
         finally:
             hook.sub.clear()
+            # second_pass re-raises exc (an Offload, or a failure), whose
+            # traceback then holds this frame: no cycle through the argument.
+            del exc
 
     async def fallback(
         self, msg: Any, comm: Any, serializers: Any = None, on_error: str | None = "message"
