@@ -29,8 +29,8 @@ Strategy:
   cancelled), each when the transport's buffer is empty, so the kernel reads
   them from the caller's memory and at most one chunk's tail is ever copied.
   TLS transports (on either loop) encrypt a whole write into one buffer before
-  any of it leaves; they get the same chunks, paced by the ordinary write flow
-  control. Public transport API only.
+  any of it leaves; they get smaller chunks (``TLS_WRITE_CHUNK``), paced by the
+  ordinary write flow control. Public transport API only.
 """
 
 from __future__ import annotations
@@ -47,12 +47,18 @@ from asynciocomm.sockets.loops import of_uvloop
 from asynciocomm.wire.encoder import Buffer
 
 #: Chunk size for large frames on transports that copy unsent data (the plain
-#: asyncio loop before 3.12) or encrypt a whole write at once (TLS). On the
-#: former each chunk is handed over only when the buffer is empty, so at most
-#: this much is ever copied; 4 MiB matches Linux's largest socket send buffer,
-#: so one chunk usually leaves in one send(). Over TLS it bounds the ciphertext
-#: made before the first byte leaves.
+#: asyncio loop before 3.12): each chunk is handed over only when the buffer is
+#: empty, so at most this much is ever copied; 4 MiB matches Linux's largest
+#: socket send buffer, so one chunk usually leaves in one send().
 LARGE_WRITE_CHUNK = 4 * 1024 * 1024
+#: Chunk size for large frames over TLS (either loop). The transport encrypts
+#: each write into its memory BIO and reads the ciphertext out as one bytes
+#: object: chunks of several MiB make buffers above glibc's trim threshold, so
+#: each is fresh memory and page-faults on every message (hundreds to thousands
+#: of faults per 16-128 MiB message, against a handful at 256 KiB); 256 KiB
+#: chunks are reused by the allocator and stay in the CPU's L2 cache. The
+#: measurements are in bench/results/ (large messages).
+TLS_WRITE_CHUNK = 256 * 1024
 #: Messages from this size up take that path on such transports. Below it, a
 #: copy of the unsent tail costs less than waiting for the buffer to empty.
 LARGE_WRITE_MIN = 256 * 1024
@@ -94,9 +100,8 @@ class TransportTraits:
       joined, large ones written as they are.
     * ``chunk_large``: large messages go in chunks: on the copying socket
       transport, and over TLS, which encrypts a whole write into one buffer
-      before a byte leaves, so the peer waits for all of it. Measured, 128 MiB
-      messages: 0.40 (asyncio loop) / 0.85 (uvloop) GiB/s whole, 1.8 / 1.8-2.1
-      GiB/s in chunks; the stock tls comm does 1.65 / 0.95-1.64.
+      before a byte leaves, so the peer waits for all of it and the sender's
+      memory holds a second copy of the message.
     * ``chunk_until_empty``: each chunk waits for an empty buffer (asyncio's
       own socket transport copies a partial send's remainder, and before
       Python 3.12 shifts that copy on every send).
@@ -147,16 +152,16 @@ def coalesced(batch: list[Buffer], coalesce: int) -> list[Buffer]:
     return out
 
 
-def chunks(buffers: list[Buffer]) -> list[Buffer]:
-    """A message's buffers with every large one cut into LARGE_WRITE_CHUNK views."""
+def chunks(buffers: list[Buffer], size: int) -> list[Buffer]:
+    """A message's buffers with every one larger than ``size`` cut into views of ``size``."""
     out: list[Buffer] = []
     for buf in buffers:
         n = len(buf)
-        if n <= LARGE_WRITE_CHUNK:
+        if n <= size:
             out.append(buf)
             continue
         view = memoryview(buf)
-        out += [view[i : i + LARGE_WRITE_CHUNK] for i in range(0, n, LARGE_WRITE_CHUNK)]
+        out += [view[i : i + size] for i in range(0, n, size)]
     return out
 
 
@@ -183,6 +188,7 @@ class Sender:
         self._write_through_min = traits.write_through_min
         self._chunk_large = traits.chunk_large
         self._chunk_until_empty = traits.chunk_until_empty
+        self._chunk = TLS_WRITE_CHUNK if traits.tls else LARGE_WRITE_CHUNK
         self._paused = False  # the transport is above its high-water mark
         self._broken = False  # aborted or lost: nothing more is sent
         self._finishing = False  # close() is waiting for everything to leave
@@ -251,7 +257,7 @@ class Sender:
         assert transport is not None
         if self._chunk_large and nbytes >= LARGE_WRITE_MIN:
             self.flush()  # what was accepted before it goes first
-            self._pending += chunks(buffers)
+            self._pending += chunks(buffers, self._chunk)
             self._pump()
             return
         if self._flush_handle is None and (

@@ -10,8 +10,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from bench.common.options import (CLUSTER_BOUNDS, COMM_BOUNDS, BenchError,
-                                  available_default_schemes, check_loops, check_schemes)
+from bench.common.options import (CLUSTER_BOUNDS, COMM_BOUNDS, COMM_PARTS, BenchError,
+                                  available_default_schemes, bulk_bounds, check_loops,
+                                  check_schemes)
 
 #: The suite subcommands, which share their options and the result document.
 SUBCOMMANDS = ("comm", "cluster", "profile", "report", "quick", "all")
@@ -37,6 +38,37 @@ def _gcs(text: str) -> list[bool]:
             raise BenchError(f"--gc takes on, off or on,off; got {t!r}")
         out.append(t == "on")
     return out
+
+
+def _report_input(text: str) -> tuple[Path, tuple[str, ...] | None]:
+    """``PATH`` or ``PATH:SECTION,...`` (the sections of that run to take)."""
+    from bench.common.results import SECTIONS
+
+    path, sep, names = text.rpartition(":")
+    if not sep or not names or not set(_csv(names)) <= set(SECTIONS):
+        return Path(text), None
+    return Path(path), tuple(_csv(names))
+
+
+def _parts(text: str) -> tuple[str, ...]:
+    parts = _csv(text)
+    for part in parts:
+        if part not in COMM_PARTS:
+            raise argparse.ArgumentTypeError(
+                f"--only takes {', '.join(COMM_PARTS)}; got {part!r}")
+    return tuple(p for p in COMM_PARTS if p in parts)
+
+
+def _sizes(text: str) -> dict[int, tuple[int, float]]:
+    from dask.utils import parse_bytes
+
+    try:
+        sizes = [parse_bytes(t) for t in _csv(text)]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--bulk: {exc}") from None
+    if not sizes or any(s <= 4096 for s in sizes):
+        raise argparse.ArgumentTypeError("--bulk takes sizes above 4 KiB")
+    return {s: bulk_bounds(s) for s in sizes}
 
 
 def commands() -> dict[str, ModuleType]:
@@ -77,11 +109,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="no progress and no report on stdout (report.md is written)")
         sp.add_argument("--no-plots", action="store_true", help="skip PNG plots")
         if name == "report":
-            sp.add_argument("results", type=Path, nargs="+",
+            sp.add_argument("results", type=_report_input, nargs="+",
                             help="results.json or its directory; several are merged into "
                                  "one report and one results.json in --out (a section "
                                  "of several runs: their samples, each run's "
-                                 "repetitions apart)")
+                                 "repetitions apart). PATH:SECTION,... takes only those "
+                                 "sections of that run (comm, cluster, profile, scale, "
+                                 "multihome)")
             sp.add_argument("--name", default="report.md", help="markdown file name")
             continue
         sp.add_argument("--size", choices=("full", "quick", "smoke"),
@@ -96,6 +130,13 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument("--cpu-thread", action="store_true",
                             help="a CPU-bound pure-Python thread in every comm server "
                                  "process, as a worker's task threads (GIL hand-offs)")
+        if name == "comm":
+            sp.add_argument("--only", type=_parts, default=None,
+                            help="comma-separated parts to run: "
+                                 f"{', '.join(COMM_PARTS)} (default: all)")
+            sp.add_argument("--bulk", type=_sizes, default=None,
+                            help="comma-separated one-way sizes, in dask's units "
+                                 "(64KiB,16MiB), instead of the preset's")
         if name in ("cluster", "profile", "quick", "all"):
             sp.add_argument("--gc", type=_gcs, default=None,
                             help="scheduler GC: on, off or on,off")
@@ -136,6 +177,16 @@ def part_schemes(cmd: str, schemes: list[str]) -> list[str]:
     return [s for s in schemes if s in ("tcp", "asyncio")] or schemes
 
 
+def _with_reps(bounds: Any, reps: int | None) -> Any:
+    """``bounds`` with ``reps`` repetitions (when given), and a time budget that
+    grows with them: more repetitions than the preset's are asked for, so its
+    budget, sized for the preset's, must not cut them."""
+    if reps is None:
+        return bounds
+    return _replace(bounds, reps=reps,
+                    budget_s=bounds.budget_s * max(1.0, reps / bounds.reps))
+
+
 def _replace(bounds: Any, **kw: Any) -> Any:
     import dataclasses
 
@@ -166,13 +217,13 @@ def run(args: argparse.Namespace) -> Path:
         result: Path = own.run(args)
         return result
     if args.cmd == "report":
-        doc = results.merge([results.load(p) for p in args.results])
-        first = args.results[0]
-        out = args.out or (first if first.is_dir() else first.parent)
+        doc = results.merge([results.only(results.load(p), keep) for p, keep in args.results])
+        paths = [p for p, _ in args.results]
+        out = args.out or (paths[0] if paths[0].is_dir() else paths[0].parent)
         out.mkdir(parents=True, exist_ok=True)
-        if len(args.results) > 1:  # the merged document, beside its report
+        if len(paths) > 1:  # the merged document, beside its report
             if any(out.resolve() == (p if p.is_dir() else p.parent).resolve()
-                   for p in args.results):
+                   for p in paths):
                 raise BenchError("report: --out must not hold one of the merged results")
             results.save(doc, out)
         pl = {} if args.no_plots else plots.render_all(doc, out)
@@ -185,10 +236,11 @@ def run(args: argparse.Namespace) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     size = args.size
     doc = results.new_document(size if args.cmd in ("quick", "all") else f"{args.cmd}/{size}")
-    comm_b = _replace(COMM_BOUNDS[size], reps=args.reps)
+    comm_b = _replace(_with_reps(COMM_BOUNDS[size], args.reps),
+                      parts=getattr(args, "only", None), bulk=getattr(args, "bulk", None))
     clus_b = CLUSTER_BOUNDS[size]
     if args.cmd != "comm":
-        clus_b = _replace(clus_b, reps=args.reps, workers=args.workers,
+        clus_b = _replace(_with_reps(clus_b, args.reps), workers=args.workers,
                           threads=args.threads, wide=args.wide)
     gcs = getattr(args, "gc", None) or ([True] if args.cmd == "quick" else [True, False])
     started = time.monotonic()

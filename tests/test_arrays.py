@@ -309,6 +309,19 @@ def test_other_arrays_read_through_distributeds_step(arr, split, merges) -> None
     assert np.asarray(ours["a"]).tolist() == np.asarray(theirs["a"]).tolist()
 
 
+def test_shards_of_one_receive_buffer_read_fast(merges) -> None:
+    """An array larger than distributed.comm.shard arrives in shards; the
+    decoder keeps them adjacent in one buffer (the stock writer's shared
+    region), so they are read as one view of it, without distributed's merge."""
+    arr = np.arange(300_000, dtype="u1")
+    frames = _frames_of(arr, frame_split_size=100_000)
+    assert len(frames) == 5  # head, sub-header, three shards
+    block = memoryview(bytearray(b"".join(frames[2:])))
+    frames[2:] = [block[i : i + f.nbytes] for i, f in zip((0, 100_000, 200_000), frames[2:])]
+    _read_check(frames, merges, fast=True)
+    assert np.shares_memory(_loads(frames)[0]["a"], np.frombuffer(block, dtype="u1"))
+
+
 def test_deserializers_with_dask_read_fast_and_others_as_distributed(merges) -> None:
     frames = _frames_of(np.arange(10))
     _read_check(frames, merges, fast=True, deserializers=("dask", "pickle"))

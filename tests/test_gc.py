@@ -106,3 +106,40 @@ async def test_unread_small_messages_hold_nothing_the_gc_tracks() -> None:
     assert queued == n
     assert grown < n // 10, grown  # 15,000 before: list, memoryview, its buffer
     assert got == [{"op": "task-finished", "i": i} for i in range(n)]
+
+
+async def test_no_cycles_when_a_message_is_offloaded_after_its_arrays(monkeypatch) -> None:
+    """A message over distributed's offload threshold whose copy-free array is
+    serialized on the loop and whose other data then goes to the offload
+    thread (packing's Offload, re-raised through the second-pass check) leaves
+    no cyclic garbage: an exception's traceback must not hold the frames that
+    hold it."""
+    import distributed.comm.utils
+    import numpy as np
+    from distributed.protocol import to_serialize
+
+    monkeypatch.setattr(distributed.comm.utils, "OFFLOAD_THRESHOLD", 1000)
+    other = np.zeros(2000, dtype=[("a", "u1")])  # distributed pickles its dtype: offloaded
+    msg = {"op": "s", "p": to_serialize(np.arange(2000, dtype="u1")), "q": to_serialize(other)}
+
+    async def echo_size(comm) -> None:
+        try:
+            while True:
+                got = await comm.read()
+                await comm.write(got["p"].nbytes + got["q"].nbytes)
+        except OSError:
+            pass
+
+    async with listen("asyncio://127.0.0.1:0", echo_size) as listener:
+        comm = await connect(listener.contact_address)
+        await comm.write(msg)
+        assert await comm.read() == 4000  # warm up
+
+        async def over_comm() -> None:
+            for _ in range(200):
+                await comm.write(msg)
+                assert await comm.read() == 4000
+
+        garbage = await _garbage_after(over_comm)
+        await comm.close()
+    assert garbage == 0

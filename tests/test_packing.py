@@ -134,6 +134,34 @@ def test_an_offload_begun_on_the_loop_pickles_nothing_again(main, caplog) -> Non
     assert n == 2 + 1 + 1
 
 
+def test_copy_free_arrays_stay_on_the_loop_and_the_rest_is_offloaded(main, caplog,
+                                                                    monkeypatch) -> None:
+    """Over the threshold, copy-free arrays are serialized on the loop; the first
+    other Serialize before they bring the message below it sends the rest to
+    the offload thread, which takes the arrays' sub-frames as they are. Frames,
+    pickles and logs are to_frames'; each Serialize is serialized once."""
+    import asynciocomm.serialization.packing as packing
+
+    calls: list[Any] = []
+    split = packing.split_serialized
+
+    def counted(obj: Any, **kwargs: Any) -> Any:
+        calls.append(threading.current_thread() is threading.main_thread())
+        return split(obj, **kwargs)
+
+    monkeypatch.setattr(packing, "split_serialized", counted)
+    caplog.set_level(logging.INFO, logger="distributed")
+    names = ["serialize-array", "serialize-counted", "serialize-array"]
+    codec = MessageCodec()
+    assert codec.dumps(_build(names, False, main), _Comm()) is not FALLBACK  # threshold not met
+    assert calls == [True, True, True]
+    calls.clear()
+    _, n, _ = _compare(names, False, main, 1, None, caplog)
+    assert n == 1
+    # the first array on the loop, then the rest in the offload thread, once
+    assert calls == [True, False, False]
+
+
 def test_failures_log_and_raise_as_to_frames_does(main, caplog) -> None:
     caplog.set_level(logging.INFO, logger="distributed")
     out, _, records = _compare(["topickle", "unpicklable"], False, main, None, None, caplog)

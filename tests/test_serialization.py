@@ -228,20 +228,69 @@ def test_large_frames_are_split_and_compressed_as_distributed_does() -> None:
     assert all(np.shares_memory(np.asarray(f), arr) for f in uncompressed[2:])  # no copy
 
 
+def _structured(n: int) -> np.ndarray:
+    """An array distributed pickles the dtype of: never copy-free."""
+    return np.zeros(n, dtype=[("a", "u1")])
+
+
 def test_serialize_needs_the_comm_and_offloads_as_to_frames_does() -> None:
+    """Above distributed's offload threshold a message is left to to_frames
+    (which offloads it) before anything is serialized, unless what takes it
+    over the threshold is copy-free arrays: those are serialized here, with
+    the frames distributed makes, views of the arrays."""
     from distributed.comm.utils import OFFLOAD_THRESHOLD
 
     small = {"op": "s", "p": to_serialize(np.arange(10))}
     assert MessageCodec().dumps(small) is FALLBACK  # no context without the comm
-    big = {"op": "s", "p": to_serialize(np.zeros(OFFLOAD_THRESHOLD + 1, dtype="u1"))}
+    n = OFFLOAD_THRESHOLD + 1
+    for data in (_structured(n), np.zeros((2, n), "u1")[:, ::2], [_structured(2**20)] * 11):
+        big = {"op": "s", "p": to_serialize(data)}
+        assert MessageCodec().dumps(big, _Comm()) is FALLBACK, data  # to_frames offloads it
+        assert MessageCodec().dumps(big, _Comm(allow_offload=False)) is not FALLBACK
+    copy_free = {"op": "s", "p": to_serialize(np.arange(n, dtype="u1"))}
+    assert MessageCodec().dumps(copy_free, _Comm("zlib")) is FALLBACK  # compression runs
     seen: list = []
-    with context_meter.add_callback(lambda *a: seen.append(a)):
-        assert MessageCodec().dumps(big, _Comm()) is FALLBACK  # to_frames offloads it
+    with context_meter.add_callback(lambda *a: seen.append(a)):  # as distributed, metered
+        assert MessageCodec().dumps(copy_free, _Comm()) is FALLBACK
     assert seen == []  # refused before anything was serialized
-    # Many parts, each small, over the threshold together: the whole message counts.
-    parts = {"op": "s", "d": [to_serialize(np.zeros(2**20, "u1")) for _ in range(OFFLOAD_THRESHOLD // 2**20 + 1)]}
-    assert MessageCodec().dumps(parts, _Comm()) is FALLBACK
-    assert MessageCodec().dumps(big, _Comm(allow_offload=False)) is not FALLBACK
+    # Copy-free arrays are serialized here: one above the threshold, or many
+    # small ones that are above it together.
+    parts = {"op": "s", "d": [to_serialize(np.zeros(2**20, "u1")) for _ in range(11)]}
+    for msg, arrays in ((copy_free, [copy_free["p"].data]), (parts, [p.data for p in parts["d"]])):
+        frames = MessageCodec().dumps(msg, _Comm())
+        assert frames is not FALLBACK
+        assert _frame_bytes(frames) == _frame_bytes(dumps(msg, context=_Comm().context()))
+        assert all(np.shares_memory(np.asarray(f), a) for f, a in zip(frames[2::2], arrays))
+
+
+def test_copy_free_arrays_are_read_here_above_the_threshold(monkeypatch) -> None:
+    """A message above the live threshold is read here when, besides a head of
+    at most the threshold, it holds only arrays read as views of their frames;
+    anything else goes to from_frames (FALLBACK), which offloads it."""
+    _threshold(monkeypatch, 1000)
+    arrays = [np.arange(2000, dtype="f8"), np.arange(300, dtype="i2").reshape(20, 15).T]
+
+    def frames_of(msg: Any, readonly: bool = False) -> list:
+        out = [bytes(f) if readonly else bytearray(f) for f in _frame_bytes(dumps(msg))]
+        return [memoryview(f) for f in out]
+
+    msg = {"op": "s", "p": to_serialize(arrays[0]), "q": [to_serialize(arrays[1]), {3}]}
+    frames = frames_of(msg)
+    got = MessageCodec.loads(frames, sum(f.nbytes for f in frames), True, None)
+    assert got is not FALLBACK and got["q"][1] == {3}
+    for a, b in zip((got["p"], got["q"][0]), arrays):
+        np.testing.assert_array_equal(a, b)
+    assert np.shares_memory(got["p"], np.asarray(frames[2]))
+    others = [
+        frames_of(msg, readonly=True),  # distributed's deserializer copies those
+        frames_of({"op": "s", "p": to_serialize(_structured(2000))}),
+        frames_of({"op": "s", "p": to_serialize(b"x" * 2000)}),
+        frames_of({"op": "s", "t": ToPickle(arrays[0])}),
+        frames_of({"op": "s", "p": to_serialize(arrays[0]), "h": b"x" * 1001}),  # a large head
+        [memoryview(bytearray(f)) for f in dumps(msg, context={"compression": "zlib"})],
+    ]
+    for frames in others:
+        assert MessageCodec.loads(frames, sum(f.nbytes for f in frames), True, None) is FALLBACK
 
 
 @pytest.mark.parametrize("compression", [None, "zlib"])
@@ -309,16 +358,18 @@ def test_dumps_follows_the_live_offload_threshold(monkeypatch, threshold) -> Non
     """distributed's tests and some users lower the threshold at run time:
     to_frames reads it at each message, and so must the codec."""
     _threshold(monkeypatch, threshold)
-    msg = {"op": "s", "p": to_serialize(np.arange(100))}  # safe_sizeof: about 1.2 kB
+    msg = {"op": "s", "p": to_serialize(_structured(800))}  # safe_sizeof: about 1.2 kB
     offloads = bool(threshold) and threshold < 1167
     assert (MessageCodec().dumps(msg, _Comm()) is FALLBACK) is offloads
     assert MessageCodec().dumps(msg, _Comm(allow_offload=False)) is not FALLBACK
+    copy_free = {"op": "s", "p": to_serialize(np.arange(100))}  # the same size
+    assert MessageCodec().dumps(copy_free, _Comm()) is not FALLBACK
 
 
 @pytest.mark.parametrize("threshold", [1, 100, False])
 def test_loads_follows_the_live_offload_threshold(monkeypatch, threshold) -> None:
     _threshold(monkeypatch, threshold)
-    for msg in ({"op": "ping"}, {"op": "s", "p": to_serialize(np.arange(100))}):
+    for msg in ({"op": "ping"}, {"op": "s", "p": to_serialize(_structured(800))}):
         frames = [memoryview(bytearray(f)) for f in dumps(msg)]
         nbytes = sum(f.nbytes for f in frames)
         offloads = bool(threshold) and nbytes > threshold

@@ -33,14 +33,18 @@ packing, and ``from_frames`` calls a Python ``object_hook`` for every dict.
   thread would free the loop little. The one loss is a ``ToPickle`` of a huge
   in-band object graph (which ``safe_sizeof`` samples cheaply and the stock comm
   would pickle in a thread): here it is pickled on the loop. A message with a
-  ``Serialize`` gets ``to_frames``' rule exactly: ``safe_sizeof`` of the whole
+  ``Serialize`` gets ``to_frames``' rule: ``safe_sizeof`` of the whole
   message (its number, from :mod:`asynciocomm.serialization.sizing`), before any ``Serialize``
   is serialized, and the offload above ``distributed.comm.utils.OFFLOAD_THRESHOLD``
   (read at each message, as distributed reads it, so that a threshold changed at
-  run time applies). Its metered steps go through :mod:`asynciocomm.serialization.metering`.
+  run time applies), except that copy-free arrays do not count toward it
+  (``Hook._offload_rule`` in :mod:`asynciocomm.serialization.packing`). Its metered steps go
+  through :mod:`asynciocomm.serialization.metering`.
 * **Read.** :meth:`MessageCodec.loads` handles messages up to the same live
   threshold; larger ones return FALLBACK, and the comm calls ``from_frames``,
-  which offloads them. distributed's hook only acts on dicts carrying one of the
+  which offloads them, unless all they hold besides a small msgpack head is
+  arrays read without a copy (:func:`loads_copy_free`). distributed's hook
+  only acts on dicts carrying one of the
   markers ``__Enum__``, ``__Set__``, ``__Serialized__``, ``__Pickled__``; a frame
   without ``__`` anywhere in its bytes cannot contain one, so it is unpacked with
   no hook at all. Other messages below the threshold get :func:`loads`,
@@ -178,7 +182,7 @@ class MessageCodec:
         """The message, or FALLBACK when it needs offloading (large, deserialized)."""
         threshold = _comm_utils.OFFLOAD_THRESHOLD  # distributed's, as it is now
         if threshold and deserialize and nbytes > threshold:
-            return FALLBACK
+            return loads_copy_free(frames, threshold, deserializers)
         if len(frames) == 1:
             frame = frames[0]
             obj = frame.obj if isinstance(frame, memoryview) else frame
@@ -188,6 +192,43 @@ class MessageCodec:
                         return _unpackb(obj, use_list=False, raw=False, strict_map_key=False)
                     return _unpackb(obj, **_UNPACK_OPTS)
         return loads(frames, deserialize, deserializers)
+
+
+class _NotCopyFree(Exception):
+    """Raised by the decode hook of :func:`loads_copy_free`."""
+
+
+def loads_copy_free(frames: list[Any], threshold: int, deserializers: Any) -> Any:
+    """A message above the offload threshold, read here if all it holds besides
+    msgpack of at most ``threshold`` bytes is arrays the read fast path takes
+    from writable frames (:func:`asynciocomm.serialization.arrays.read_array`: a view of the
+    frame, no copy, nothing decompressed or unpickled); else FALLBACK, and
+    ``from_frames`` offloads it. Reading such an array costs a few
+    microseconds at any size, under the GIL wherever it runs, so the offload
+    thread's round trip would buy the loop nothing (the same rule as the
+    write side's, ``Hook._offload_rule``). Anything else, a failure included,
+    is left to distributed's steps, which log and raise it their own way."""
+    head = frames[0]
+    if len(head) > threshold:
+        return FALLBACK  # unpacking that much is work to offload
+
+    def decode(obj: dict[str, Any]) -> Any:
+        offset = obj.get("__Serialized__", 0)
+        if offset > 0:
+            if offset + 1 >= len(frames) or memoryview(frames[offset + 1]).readonly:
+                raise _NotCopyFree  # distributed's deserializer would copy it
+            array, _ = read_array(frames, offset, deserializers)
+            if array is NOT_FAST:
+                raise _NotCopyFree
+            return array
+        if obj.get("__Pickled__", 0) > 0:
+            raise _NotCopyFree
+        return msgpack_decode_default(obj)
+
+    try:
+        return msgpack.loads(head, object_hook=decode, **_UNPACK_OPTS)
+    except Exception:
+        return FALLBACK
 
 
 def loads(frames: list[Any], deserialize: bool = True, deserializers: Any = None) -> Any:

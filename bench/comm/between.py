@@ -8,7 +8,7 @@ environments of two checkouts (before and after a change), on one measurement:
 Each pair runs ``bench/comm/probe.py`` under both interpreters,
 A then B in even pairs and B then A in odd ones (ABBA), so that a drift of the
 machine's load favours neither. Reported: B against A, the median of the ratios
-paired within each pair (> 1: B is better, for throughput and server CPU alike),
+paired within each pair (> 1: B is better, for throughput and CPU alike),
 their range and number, and "no measurable difference" where the range reaches
 1.0, as everywhere in the bench.
 """
@@ -67,11 +67,13 @@ def probe(python: str, spec: dict[str, Any], timeout: float) -> dict[str, Any]:
 
 @dataclasses.dataclass(frozen=True)
 class Outcome:
-    """The pairs and B against A on the client's figure and the server's CPU."""
+    """The pairs and B against A on the client's figure, the server's CPU and
+    the client's CPU."""
 
     pairs: list[dict[str, Any]]
     value: Comparison
     server_cpu: Comparison
+    client_cpu: Comparison
 
 
 def compare(python_a: str, python_b: str, spec: dict[str, Any], pairs: int,
@@ -84,10 +86,13 @@ def compare(python_a: str, python_b: str, spec: dict[str, Any], pairs: int,
                for side in order}
         rows.append({"pair": i, "order": "".join(order), **got})
         log(f"pair {i + 1}/{pairs} ({' then '.join(s.upper() for s in order)}): "
-            f"A {got['a']['value']:.4g}, B {got['b']['value']:.4g}")
+            + ", ".join(f"{s.upper()} {got[s]['value']:.4g} (CPU per message: client "
+                        f"{got[s]['client_cpu_us']:.4g} µs, server "
+                        f"{got[s]['server_cpu_us']:.4g} µs)" for s in "ab"))
     value = Comparison(tuple(r["b"]["value"] / r["a"]["value"] for r in rows))
     cpu = Comparison(tuple(r["a"]["server_cpu_us"] / r["b"]["server_cpu_us"] for r in rows))
-    return Outcome(rows, value, cpu)
+    client = Comparison(tuple(r["a"]["client_cpu_us"] / r["b"]["client_cpu_us"] for r in rows))
+    return Outcome(rows, value, cpu, client)
 
 
 def run(args: argparse.Namespace) -> Path:
@@ -110,6 +115,7 @@ def run(args: argparse.Namespace) -> Path:
         "|---|---|",
         f"| {unit} | {cell(got.value)} |",
         f"| server CPU per message | {cell(got.server_cpu)} |",
+        f"| client CPU per message | {cell(got.client_cpu)} |",
     ])
     print(f"A: {args.a}\nB: {args.b}\n\n{table}")
     out: Path = args.out or Path("bench-results") / "between"
@@ -117,7 +123,8 @@ def run(args: argparse.Namespace) -> Path:
     spec.pop("tls", None)
     (out / "between.json").write_text(json.dumps(
         {"a": args.a, "b": args.b, "spec": spec, "pairs": got.pairs,
-         "value_ratios": got.value.ratios, "server_cpu_ratios": got.server_cpu.ratios},
+         "value_ratios": got.value.ratios, "server_cpu_ratios": got.server_cpu.ratios,
+         "client_cpu_ratios": got.client_cpu.ratios},
         indent=1))
     return out
 

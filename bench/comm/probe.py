@@ -10,8 +10,10 @@ dask, distributed and numpy, and it is run by path.
 
 prints one JSON line: the client's figure (``value``: round trips/s, messages/s
 or GiB/s; for ``clients`` with ``size`` N, the round trips/s of N concurrent
-clients together), the messages timed and the server process's CPU and minor
-page faults per message over them. The server is a subprocess of the same interpreter
+clients together), the messages timed, the server process's CPU and minor page
+faults per message over them, and the client process's CPU per message (the
+sender's, in a one-way test; every thread of the process: distributed serializes
+messages above its offload threshold in a thread of its own). The server is a subprocess of the same interpreter
 (``probe.py server SPEC``), stopped by PID. The event loop is chosen through
 ``distributed.admin.event-loop``; no loop policy is installed.
 """
@@ -172,6 +174,7 @@ async def _measure(spec: dict[str, Any], address: str) -> dict[str, Any]:
                 await comm.read()
         await comm.write({"op": "mark"})
         await comm.read()
+        cpu0 = _usage()[0]
         n, t0 = 0, time.perf_counter()
         batch = 1 if size > 4096 else 100
         while time.perf_counter() - t0 < secs:
@@ -183,6 +186,7 @@ async def _measure(spec: dict[str, Any], address: str) -> dict[str, Any]:
         await comm.write({"op": "sync"})
         got = await comm.read()
         elapsed = time.perf_counter() - t0
+        client_cpu = _usage()[0] - cpu0
         await comm.write({"op": "bye"})
     finally:
         await comm.close()
@@ -190,7 +194,7 @@ async def _measure(spec: dict[str, Any], address: str) -> dict[str, Any]:
         raise RuntimeError(f"the server counted {got['n']} messages, the client sent {n}")
     value = n * size / elapsed / 1024**3 if test == "bulk" else n / elapsed
     return {"value": value, "n": n, "server_cpu_us": got["cpu"] / n * 1e6,
-            "server_faults": got["faults"] / n}
+            "server_faults": got["faults"] / n, "client_cpu_us": client_cpu / n * 1e6}
 
 
 def measure(spec: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from bench.comm import rawproto
-from bench.common.measure import Usage, bulk_metrics, warmup
+from bench.common.measure import Usage, bulk_metrics, client_usage, warmup
 from bench.common.options import CommBounds
 from bench.common.stats import percentile
 
@@ -45,38 +45,47 @@ def _sync(sock: socket.socket) -> int:
     return rawproto.HDR.unpack(hdr)[0]
 
 
+def _ping(sock: socket.socket, bounds: CommBounds,
+          server_usage: Callable[[], Usage]) -> dict[str, float]:
+    reply = bytearray(len(PING))
+    view = memoryview(reply)
+    for _ in range(min(50, bounds.ping_n)):
+        sock.sendall(PING)
+        _recv_exact(sock, view)
+    lat: list[float] = []
+    cpu0 = server_usage().cpu
+    t0 = time.perf_counter()
+    deadline = t0 + bounds.ping_s
+    for _ in range(bounds.ping_n):
+        t = time.perf_counter()
+        sock.sendall(PING)
+        _recv_exact(sock, view)
+        t2 = time.perf_counter()
+        lat.append(t2 - t)
+        if t2 > deadline:
+            break
+    elapsed = time.perf_counter() - t0
+    return {
+        "ping_rts": len(lat) / elapsed,
+        "ping_p50_us": percentile(lat, 50) * 1e6,
+        "ping_p99_us": percentile(lat, 99) * 1e6,
+        "ping_cpu_us": (server_usage().cpu - cpu0) / len(lat) * 1e6,
+    }
+
+
 def rawsock_run(address: str, ssl_ctx: Any, bounds: CommBounds,
                 server_usage: Callable[[], Usage],
                 tick: Callable[[], None] = lambda: None) -> dict[str, float]:
     """Ping-pong, 1 KiB stream and bulk over blocking sockets."""
     out: dict[str, float] = {}
     sock = _connect(address, ssl_ctx)
-    reply = bytearray(len(PING))
-    view = memoryview(reply)
     try:
-        for _ in range(min(50, bounds.ping_n)):
-            sock.sendall(PING)
-            _recv_exact(sock, view)
-        lat: list[float] = []
-        cpu0 = server_usage().cpu
-        t0 = time.perf_counter()
-        deadline = t0 + bounds.ping_s
-        for _ in range(bounds.ping_n):
-            t = time.perf_counter()
-            sock.sendall(PING)
-            _recv_exact(sock, view)
-            t2 = time.perf_counter()
-            lat.append(t2 - t)
-            if t2 > deadline:
-                break
-        elapsed = time.perf_counter() - t0
-        out["ping_rts"] = len(lat) / elapsed
-        out["ping_p50_us"] = percentile(lat, 50) * 1e6
-        out["ping_p99_us"] = percentile(lat, 99) * 1e6
-        out["ping_cpu_us"] = (server_usage().cpu - cpu0) / len(lat) * 1e6
-        tick()
-        plan = [(1024, bounds.stream_n, bounds.stream_s)]
-        plan += [(s, n, t) for s, (n, t) in sorted(bounds.bulk.items())]
+        if "ping" in bounds.parts:
+            out.update(_ping(sock, bounds, server_usage))
+            tick()
+        plan = [(1024, bounds.stream_n, bounds.stream_s)] if "stream" in bounds.parts else []
+        if "bulk" in bounds.parts:
+            plan += [(s, n, t) for s, (n, t) in sorted(bounds.bulk.items())]
         for size, count, limit in plan:
             hdr = rawproto.HDR.pack(size, rawproto.SINK)
             if size <= 4096:
@@ -92,18 +101,21 @@ def rawsock_run(address: str, ssl_ctx: Any, bounds: CommBounds,
                     sock.sendall(payload)
             _sync(sock)
             usage0 = server_usage()
+            client0 = client_usage()
             t0 = time.perf_counter()
             deadline = t0 + limit
             sent = 0
+            check = max(1, min(64, count // 8))
             for i in range(count):
                 sock.sendall(frame)
                 if payload is not None:
                     sock.sendall(payload)
                 sent += 1
-                if i % 64 == 0 and time.perf_counter() > deadline:
+                if i % check == 0 and time.perf_counter() > deadline:
                     break
             got = _sync(sock)
             secs = time.perf_counter() - t0
+            client = client_usage().since(client0)
             if got != sent:
                 raise RuntimeError(f"rawsock server counted {got}, sent {sent}")
             used = server_usage().since(usage0)
@@ -111,7 +123,7 @@ def rawsock_run(address: str, ssl_ctx: Any, bounds: CommBounds,
                 out["stream_msgs"] = sent / secs
                 out["stream_cpu_us"] = used.cpu / sent * 1e6
             else:
-                out.update(bulk_metrics(size, sent, secs, used))
+                out.update(bulk_metrics(size, sent, secs, used, client))
             tick()
         sock.sendall(rawproto.HDR.pack(0, rawproto.BYE))
     finally:
@@ -135,6 +147,9 @@ def proto_run(bounds: CommBounds) -> dict[str, float]:
         "stream_cpu_us": {"op": "s", "p": b"x" * 1024},
         "bulk_64KiB_cpu_us": {"op": "s", "p": to_serialize(arr)},
     }
+    runs = {"ping_cpu_us": "ping" in bounds.parts, "stream_cpu_us": "stream" in bounds.parts,
+            "bulk_64KiB_cpu_us": "bulk" in bounds.parts and 64 * 1024 in bounds.bulk}
+    msgs = {k: m for k, m in msgs.items() if runs[k]}
 
     async def cost(msg: Any) -> float:
         for _ in range(20):

@@ -53,9 +53,12 @@ def metrics_for(bounds: CommBounds) -> dict[str, dict[str, Any]]:
     for size in sorted(bounds.bulk):
         lab = measure.size_label(size)
         m[f"bulk_{lab}_gibs"] = {"title": f"bulk {lab} one-way", "unit": "GiB/s"}
-        m[f"bulk_{lab}_cpu_us"] = {"title": f"server CPU per {lab} message",
+        m[f"bulk_{lab}_cpu_us"] = {"title": f"receiving server's CPU per {lab} message",
                                    "unit": "µs", "higher_is_better": False,
                                    "plot": size <= 64 * 1024}
+        m[f"bulk_{lab}_send_cpu_us"] = {
+            "title": f"sending client's CPU per {lab} message", "unit": "µs",
+            "higher_is_better": False, "plot": False}
         m[f"bulk_{lab}_loop_cpu_us"] = {
             "title": f"server event-loop thread CPU per {lab} message", "unit": "µs",
             "higher_is_better": False, "plot": False}
@@ -138,7 +141,7 @@ def run_comm(schemes: list[str], loops: list[str], bounds: CommBounds, *,
     samples: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
     loop_classes: dict[str, Any] = {}
-    steps = 3 + len(bounds.bulk)
+    steps = measure.steps(bounds)
     started = time.monotonic()
     reps_done = 0
     truncated = False

@@ -2,12 +2,16 @@
 
 Every loop is bounded by a count and by a deadline. Server CPU and page faults
 come from a ``server_usage()`` callable that returns the server process's
-RUSAGE_SELF as a :class:`Usage`.
+RUSAGE_SELF as a :class:`Usage`; the one-way loops also count the sending
+side's own CPU (:func:`client_usage`), so that a message's cost shows up on
+the side that pays it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import resource
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
@@ -47,6 +51,34 @@ class Usage(NamedTuple):
     def since(self, start: Usage) -> Usage:
         return Usage(self.cpu - start.cpu, self.faults - start.faults,
                      self.loop_cpu - start.loop_cpu)
+
+
+#: Threads of the bench process that do no comm work (the load sampler, the
+#: progress bar's refresh): their CPU is not the sender's.
+HOUSEKEEPING_PREFIX = "bench-"
+
+
+def _housekeeping_cpu() -> float:
+    total = 0.0
+    for t in threading.enumerate():
+        if t.ident is None or not (t.name.startswith(HOUSEKEEPING_PREFIX)
+                                   or type(t).__module__.startswith("rich.")):
+            continue
+        try:
+            total += time.clock_gettime(time.pthread_getcpuclockid(t.ident))
+        except (OSError, ProcessLookupError):  # it ended meanwhile
+            pass
+    return total
+
+
+def client_usage() -> Usage:
+    """The calling process's own :class:`Usage`: RUSAGE_SELF (every thread: the
+    event loop's and distributed's offload thread, which serializes messages
+    above its ``OFFLOAD_THRESHOLD``) less the bench's housekeeping threads, and
+    the calling thread's CPU as ``loop_cpu``."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return Usage(ru.ru_utime + ru.ru_stime - _housekeeping_cpu(), ru.ru_minflt,
+                 time.thread_time())
 
 
 def warmup_messages(size: int, count: int) -> int:
@@ -98,17 +130,25 @@ async def ping(driver: Any, conn: Any, n: int, secs: float,
     }
 
 
-async def one_way(driver: Any, conn: Any, size: int, n: int, secs: float,
-                  server_usage: Callable[[], Usage]) -> tuple[int, float, Usage]:
-    """Send up to ``n`` messages of ``size`` bytes within ``secs``, then sync.
+class OneWay(NamedTuple):
+    """What :func:`one_way` timed: messages, seconds, and the usage of the
+    receiving server and of the sending client over them."""
 
-    Returns (messages, seconds, the server's usage over them).
-    """
+    sent: int
+    secs: float
+    server: Usage
+    client: Usage
+
+
+async def one_way(driver: Any, conn: Any, size: int, n: int, secs: float,
+                  server_usage: Callable[[], Usage]) -> OneWay:
+    """Send up to ``n`` messages of ``size`` bytes within ``secs``, then sync."""
     msg = driver.message(size)
     for _ in warmup(size, n):
         await driver.send(conn, msg)
     await driver.sync(conn)
     usage0 = server_usage()
+    client0 = client_usage()
     t0 = time.perf_counter()
     deadline = t0 + secs
     sent = 0
@@ -120,9 +160,10 @@ async def one_way(driver: Any, conn: Any, size: int, n: int, secs: float,
             break
     got = await driver.sync(conn)
     elapsed = time.perf_counter() - t0
+    client = client_usage().since(client0)
     if got != sent:
         raise RuntimeError(f"server counted {got} messages, client sent {sent}")
-    return sent, elapsed, server_usage().since(usage0)
+    return OneWay(sent, elapsed, server_usage().since(usage0), client)
 
 
 async def concurrent(driver: Any, k: int, n: int, secs: float) -> float:
@@ -150,16 +191,21 @@ async def concurrent(driver: Any, k: int, n: int, secs: float) -> float:
             await driver.close(c)
 
 
-def bulk_metrics(size: int, n: int, secs: float, used: Usage) -> dict[str, float]:
-    """The bulk rows of one size: throughput, server CPU and page faults per
-    message."""
+def bulk_metrics(size: int, n: int, secs: float, used: Usage,
+                 sender: Usage | None = None) -> dict[str, float]:
+    """The bulk rows of one size: throughput, the receiving server's CPU and
+    page faults per message, and the sending client's CPU per message when
+    ``sender`` is given."""
     lab = size_label(size)
-    return {
+    out = {
         f"bulk_{lab}_gibs": n * size / secs / GiB,
         f"bulk_{lab}_cpu_us": used.cpu / n * 1e6,
         f"bulk_{lab}_loop_cpu_us": used.loop_cpu / n * 1e6,
         f"bulk_{lab}_faults": used.faults / n,
     }
+    if sender is not None:
+        out[f"bulk_{lab}_send_cpu_us"] = sender.cpu / n * 1e6
+    return out
 
 
 async def run_all(driver: Any, bounds: CommBounds,
@@ -167,23 +213,34 @@ async def run_all(driver: Any, bounds: CommBounds,
                   tick: Callable[[], None] = lambda: None) -> dict[str, float]:
     """Every measurement of one configuration in one repetition."""
     out: dict[str, float] = {}
+    parts = bounds.parts
     conn = await driver.connect()
     try:
-        out.update(await ping(driver, conn, bounds.ping_n, bounds.ping_s, server_usage))
-        tick()
-        n, secs, used = await one_way(driver, conn, 1024, bounds.stream_n,
-                                      bounds.stream_s, server_usage)
-        out["stream_msgs"] = n / secs
-        out["stream_cpu_us"] = used.cpu / n * 1e6
-        tick()
-        for size, (count, limit) in sorted(bounds.bulk.items()):
-            n, secs, used = await one_way(driver, conn, size, count, limit, server_usage)
-            out.update(bulk_metrics(size, n, secs, used))
+        if "ping" in parts:
+            out.update(await ping(driver, conn, bounds.ping_n, bounds.ping_s, server_usage))
+            tick()
+        if "stream" in parts:
+            got = await one_way(driver, conn, 1024, bounds.stream_n, bounds.stream_s,
+                                server_usage)
+            out["stream_msgs"] = got.sent / got.secs
+            out["stream_cpu_us"] = got.server.cpu / got.sent * 1e6
+            tick()
+        for size, (count, limit) in sorted(bounds.bulk.items()) if "bulk" in parts else ():
+            got = await one_way(driver, conn, size, count, limit, server_usage)
+            out.update(bulk_metrics(size, got.sent, got.secs, got.server, got.client))
             tick()
     finally:
         await driver.close(conn)
-    for k in bounds.clients:
-        out[f"clients_{k}_rts"] = await concurrent(
-            driver, k, bounds.ping_n, bounds.clients_s)
-    tick()
+    if "clients" in parts:
+        for k in bounds.clients:
+            out[f"clients_{k}_rts"] = await concurrent(
+                driver, k, bounds.ping_n, bounds.clients_s)
+        tick()
     return out
+
+
+def steps(bounds: CommBounds) -> int:
+    """How many times :func:`run_all` ticks."""
+    parts = bounds.parts
+    return (("ping" in parts) + ("stream" in parts) + ("clients" in parts)
+            + (len(bounds.bulk) if "bulk" in parts else 0))

@@ -114,6 +114,10 @@ def available_default_schemes() -> list[str]:
     return out
 
 
+#: The parts of ``comm``, in the order they run; ``--only`` picks some.
+COMM_PARTS = ("ping", "stream", "bulk", "clients")
+
+
 @dataclasses.dataclass(frozen=True)
 class CommBounds:
     """Counts and time limits (seconds) of every loop of ``comm``."""
@@ -128,6 +132,7 @@ class CommBounds:
     clients_s: float
     proto_n: int
     budget_s: float  # start no repetition that would likely end after this
+    parts: tuple[str, ...] = COMM_PARTS  # which of COMM_PARTS run
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,7 +149,22 @@ class ClusterBounds:
     budget_s: float  # start no repetition that would likely end after this
 
 
-KiB, MiB = 1024, 1024 * 1024
+KiB, MiB, GiB = 1024, 1024 * 1024, 1024**3
+
+
+def bulk_bounds(size: int) -> tuple[int, float]:
+    """(max messages, max seconds) of one bulk size: 2 GiB of it, at least 8
+    and at most 20,000 messages, within 0.5 s, or 1 s from 64 MiB up (where a
+    message over TLS takes 40-60 ms here, so 0.5 s would time a dozen)."""
+    return max(8, min(20_000, 2 * GiB // size)), 0.5 if size < 64 * MiB else 1.0
+
+
+#: The bulk sizes of the full run. Besides the 64 KiB and 1 MiB of small data,
+#: the sizes real traffic moves: P2P shuffle shards and rechunk pieces of a few
+#: MiB to tens of MiB, ``gather_dep`` of 4-64 MiB chunks, and 128 MiB, where the
+#: receiver's buffer reuse shows (a fresh 128 MiB buffer costs 64 huge-page
+#: faults and their zeroing).
+FULL_BULK = (64 * KiB, MiB, 4 * MiB, 16 * MiB, 32 * MiB, 64 * MiB, 128 * MiB)
 
 COMM_BOUNDS = {
     # full: 3 repetitions (stats.MIN_PAIRS) of 8 comm configurations and 9
@@ -154,8 +174,7 @@ COMM_BOUNDS = {
     # fits 3 repetitions of up to 160 s: a machine half as fast again as that.
     "full": CommBounds(
         reps=3, ping_n=5000, ping_s=0.5, stream_n=100_000, stream_s=0.5,
-        bulk={64 * KiB: (20_000, 0.5), MiB: (2000, 0.5), 16 * MiB: (120, 0.5),
-              128 * MiB: (8, 1.0)},
+        bulk={size: bulk_bounds(size) for size in FULL_BULK},
         clients=(1, 8, 32), clients_s=0.3, proto_n=3000, budget_s=480.0,
     ),
     # quick: what can show a difference in about a minute on 2 cores, 3 times

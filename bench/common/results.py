@@ -114,6 +114,17 @@ def load(path: str | Path) -> dict[str, Any]:
     return doc
 
 
+#: The sections a result document may have.
+SECTIONS = ("comm", "cluster", "profile", "scale", "multihome")
+
+
+def only(doc: dict[str, Any], keep: tuple[str, ...] | None) -> dict[str, Any]:
+    """``doc`` with only the sections ``keep`` (all of them when None)."""
+    if keep is None:
+        return doc
+    return {k: v for k, v in doc.items() if k not in SECTIONS or k in keep}
+
+
 #: Sections whose runs are merged sample by sample; any other section (profile,
 #: multihome) is taken whole from the first document that has it.
 SAMPLED = ("comm", "cluster", "scale", "gc")

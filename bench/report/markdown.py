@@ -132,6 +132,11 @@ def render(doc: dict[str, Any], plots: dict[str, list[str]] | None = None) -> st
         if table:
             out += ["Against the stock comm on the same loop (paired ratios, > 1 is "
                     "better; range; pairs):", "", table, ""]
+        shares = ratios.raw_share_table(sec) if name == "comm" else ""
+        if shares:
+            out += ["Bulk throughput against the bare protocol on the same loop "
+                    "(`rawaio@loop`, over TLS `rawaio+tls@loop`; paired ratios, the "
+                    "share of the raw socket; range; pairs):", "", shares, ""]
         if name == "comm" and any(c.get("kind", "comm") != "comm" for c in sec["configs"]):
             out += ["References: `rawsock` = blocking sockets (sendall/recv_into) "
                     "between two processes; `rawaio@loop` = a bare asyncio Protocol "

@@ -19,7 +19,8 @@ NOISE = "no measurable difference"
 #: The headline's rows, in order; a row shows where the run measured it.
 HEADLINE = {
     "comm": ("ping_rts", "ping_cpu_us", "stream_msgs", "bulk_64KiB_gibs", "bulk_1MiB_gibs",
-             "bulk_16MiB_gibs", "bulk_128MiB_gibs", "clients_32_rts"),
+             "bulk_4MiB_gibs", "bulk_16MiB_gibs", "bulk_32MiB_gibs", "bulk_64MiB_gibs",
+             "bulk_128MiB_gibs", "clients_32_rts"),
     "cluster": ("wide_gc_on_wall_s", "wide_gc_on_loop_cpu_us", "tree_gc_on_wall_s",
                 "shuffle_gc_on_wall_s"),
     # the scale bench's short tasks (20,000 in one map) at 2, 64 and 256 workers,
@@ -95,6 +96,37 @@ def ratio_table(sec: dict[str, Any]) -> str:
         if all(c is None or not c.n for c in comps.values()):
             continue
         rows.append((_title(meta, metric), [cell(comps[lab]) for lab in pairs]))
+    heads = [f"`{lab}` vs `{peer}`" for lab, peer in pairs.items()]
+    return _table(rows, heads, "metric") if rows else ""
+
+
+def raw_peer(config: dict[str, Any]) -> str | None:
+    """The bare protocol on a comm's own loop and transport, the physical limit
+    its bulk rows are set against: ``rawaio@loop``, over TLS
+    ``rawaio+tls@loop``; None for anything but a comm."""
+    if config.get("kind", "comm") != "comm" or not config.get("loop"):
+        return None
+    tls = config.get("tls", is_tls(config.get("scheme") or ""))
+    return f"rawaio{'+tls' if tls else ''}@{config['loop']}"
+
+
+def raw_share_table(sec: dict[str, Any]) -> str:
+    """Every comm's bulk throughput against the bare protocol on its loop (stock
+    comms too), paired within each repetition: the share of the raw socket."""
+    labels = {c["label"] for c in sec["configs"]}
+    pairs = {c["label"]: peer for c in sec["configs"]
+             if (peer := raw_peer(c)) is not None and peer in labels}
+    metrics = [m for m in sec["metrics"] if m.startswith("bulk_") and m.endswith("_gibs")]
+    if not pairs or not metrics:
+        return ""
+    by = by_config(sec["samples"])
+    rows = []
+    for metric in metrics:
+        comps = {lab: compare(by, lab, peer, metric, True) for lab, peer in pairs.items()}
+        if all(not c.n for c in comps.values()):
+            continue
+        rows.append((_title(sec["metrics"][metric], metric),
+                     [cell(comps[lab]) for lab in pairs]))
     heads = [f"`{lab}` vs `{peer}`" for lab, peer in pairs.items()]
     return _table(rows, heads, "metric") if rows else ""
 

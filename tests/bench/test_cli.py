@@ -37,3 +37,17 @@ def test_all_runs_tls_in_its_cluster_and_profile_parts_and_scale() -> None:
     args = cli.build_parser().parse_args(["all"])
     assert args.no_scale is False
     assert "scale" in cli.commands()
+
+
+def test_more_repetitions_than_the_presets_get_a_budget_to_match() -> None:
+    """--reps 6 of a 3-repetition preset doubles its time budget, so that the
+    budget does not stop the run at the preset's count; fewer keep it."""
+    from bench.cli import _with_reps
+    from bench.common.options import CLUSTER_BOUNDS, COMM_BOUNDS
+
+    full = COMM_BOUNDS["full"]
+    assert _with_reps(full, None) is full
+    six = _with_reps(full, 6)
+    assert six.reps == 6 and six.budget_s == 2 * full.budget_s
+    assert _with_reps(full, 2).budget_s == full.budget_s
+    assert _with_reps(CLUSTER_BOUNDS["full"], 6).budget_s == 2 * CLUSTER_BOUNDS["full"].budget_s

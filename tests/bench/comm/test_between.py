@@ -40,10 +40,12 @@ def test_pairs_alternate_their_order_and_every_ratio_is_paired() -> None:
     for r in got.pairs:
         for side in "ab":
             assert r[side]["value"] > 0 and r[side]["n"] > 0
-            assert r[side]["server_cpu_us"] > 0
+            assert r[side]["server_cpu_us"] > 0 and r[side]["client_cpu_us"] > 0
     assert got.value.ratios == tuple(r["b"]["value"] / r["a"]["value"] for r in got.pairs)
     assert got.server_cpu.ratios == tuple(
         r["a"]["server_cpu_us"] / r["b"]["server_cpu_us"] for r in got.pairs)
+    assert got.client_cpu.ratios == tuple(
+        r["a"]["client_cpu_us"] / r["b"]["client_cpu_us"] for r in got.pairs)
     assert "(B then A)" in lines[1] and "(A then B)" in lines[0]
 
 

@@ -24,6 +24,9 @@ def test_comm_smoke(tmp_path: Path) -> None:
     assert sec["summary"]["proto"]["ping_cpu_us"]["median"] > 0
     for label in ("tcp@asyncio", "rawsock", "rawaio@asyncio", "rawtask@asyncio"):  # faults
         assert sec["summary"][label]["bulk_1MiB_faults"]["median"] >= 0, label
+        # each side's CPU: the receiving server's and the sending client's
+        assert sec["summary"][label]["bulk_1MiB_cpu_us"]["median"] > 0, label
+        assert sec["summary"][label]["bulk_1MiB_send_cpu_us"]["median"] > 0, label
     assert sec["loop_classes"]["tcp@asyncio"]["server"].endswith("EventLoop")
     assert doc["environment"]["load"]["loadavg_end"]
     assert "| metric | tcp@asyncio | rawsock |" in (tmp_path / "report.md").read_text()
@@ -43,3 +46,21 @@ def test_cpu_thread_and_per_thread_cpu(tmp_path: Path) -> None:
     assert 0 < tcp["ping_loop_cpu_us"]["median"] < tcp["ping_cpu_us"]["median"]
     assert 0 < tcp["bulk_64KiB_loop_cpu_us"]["median"] < tcp["bulk_64KiB_cpu_us"]["median"]
 
+
+
+def test_only_the_bulk_sizes_asked_for(tmp_path: Path) -> None:
+    """``--only bulk --bulk SIZES``: the one-way test alone, at those sizes, with
+    each comm's share of the bare protocol on its loop in the report."""
+    rc = cli.main(["comm", "--size", "smoke", "--schemes", "tcp", "--loops", "asyncio",
+                   "--only", "bulk", "--bulk", "64KiB,2MiB", "--reps", "1", "--quiet",
+                   "--no-plots", "--out", str(tmp_path)])
+    assert rc == 0
+    sec = load(tmp_path)["comm"]
+    assert sec["errors"] == []
+    measured = {s["metric"] for s in sec["samples"] if s["config"] == "tcp@asyncio"}
+    assert {"bulk_64KiB_gibs", "bulk_2MiB_gibs", "bulk_2MiB_send_cpu_us"} <= measured
+    assert not {m for m in measured if m.startswith(("ping", "stream", "clients"))}
+    assert "bulk_1MiB_gibs" not in measured
+    proto = {s["metric"] for s in sec["samples"] if s["config"] == "proto"}
+    assert proto == {"bulk_64KiB_cpu_us"}
+    assert "| `tcp@asyncio` vs `rawaio@asyncio` |" in (tmp_path / "report.md").read_text()

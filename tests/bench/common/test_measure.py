@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from typing import Any
 
 from bench.common import measure
@@ -75,10 +77,11 @@ class CountingDriver:
 
 def test_one_way_warms_up_then_times_only_the_rest() -> None:
     driver = CountingDriver()
-    sent, secs, used = asyncio.run(
+    got = asyncio.run(
         measure.one_way(driver, None, 128 * MiB, 8, 10.0, lambda: measure.Usage(0.0, 0)))
     assert driver.log == ["send"] * 2 + ["sync"] + ["send"] * 8 + ["sync"]
-    assert sent == 8 and secs > 0 and used == measure.Usage(0.0, 0)
+    assert got.sent == 8 and got.secs > 0 and got.server == measure.Usage(0.0, 0)
+    assert got.client.cpu >= 0
 
 
 def test_server_usage_counts_only_the_timed_messages() -> None:
@@ -98,9 +101,51 @@ def test_server_usage_counts_only_the_timed_messages() -> None:
     def usage() -> measure.Usage:
         return measure.Usage(0.002 * total, 3 * total)
 
-    n, secs, used = asyncio.run(measure.one_way(driver, None, 128 * MiB, 8, 10.0, usage))
+    n, secs, used, client = asyncio.run(
+        measure.one_way(driver, None, 128 * MiB, 8, 10.0, usage))
     assert total == 2 + 8 and n == 8
-    rows = measure.bulk_metrics(128 * MiB, n, secs, used)
+    rows = measure.bulk_metrics(128 * MiB, n, secs, used, measure.Usage(0.004 * n, 0))
     assert rows["bulk_128MiB_faults"] == 3
     assert abs(rows["bulk_128MiB_cpu_us"] - 2000) < 1e-6
+    assert abs(rows["bulk_128MiB_send_cpu_us"] - 4000) < 1e-6
     assert rows["bulk_128MiB_gibs"] == 8 * 128 * MiB / secs / measure.GiB
+    assert "bulk_128MiB_send_cpu_us" not in measure.bulk_metrics(128 * MiB, n, secs, used)
+
+
+def _burn_until(stop: threading.Event) -> None:
+    x = 0
+    while not stop.is_set():
+        for i in range(10_000):
+            x ^= i
+
+
+def _thread_cpu(t: threading.Thread) -> float:
+    assert t.ident is not None
+    return time.clock_gettime(time.pthread_getcpuclockid(t.ident))
+
+
+def _client_cpu_while_burning(name: str) -> tuple[float, float]:
+    """The client's CPU, and the thread's, while a thread called ``name`` burns
+    0.1 s of CPU and the calling thread waits."""
+    stop = threading.Event()
+    t = threading.Thread(target=_burn_until, args=(stop,), name=name, daemon=True)
+    t.start()
+    try:
+        start, own = measure.client_usage(), _thread_cpu(t)
+        deadline = time.monotonic() + 30
+        while _thread_cpu(t) - own < 0.1 and time.monotonic() < deadline:
+            stop.wait(0.01)
+        return measure.client_usage().since(start).cpu, _thread_cpu(t) - own
+    finally:
+        stop.set()
+        t.join()
+
+
+def test_the_clients_cpu_counts_its_threads_but_not_the_bench_housekeeping() -> None:
+    """A thread that sends (the event loop, distributed's offload thread) is the
+    sender's CPU; the bench's own threads (names ``bench-...``: the load
+    sampler, the progress bar) are not."""
+    counted, burned = _client_cpu_while_burning("Dask-Offload_0")
+    assert burned >= 0.1 and counted >= 0.9 * burned
+    counted, burned = _client_cpu_while_burning(measure.HOUSEKEEPING_PREFIX + "load")
+    assert burned >= 0.1 and counted < 0.5 * burned

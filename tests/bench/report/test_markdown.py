@@ -54,3 +54,28 @@ def test_report_subcommand_rerenders(tiny_doc: dict[str, Any], tmp_path: Path) -
     md = (out / "README.md").read_text()
     assert "| a metric, op/s | 2.50× (2.00–3.00×, 3 pairs) |" in md
     assert (out / "comm_ping_rts.png").exists()
+
+
+def test_report_takes_only_the_sections_named_for_a_run(tiny_doc: dict[str, Any],
+                                                         tmp_path: Path) -> None:
+    """PATH:SECTION,... merges only those sections of that run: a newer comm run
+    replaces an older run's comm section instead of being merged with it."""
+    import copy
+
+    from bench import cli
+    from bench.common.results import load, save
+
+    save(tiny_doc, tmp_path / "old")
+    newer = copy.deepcopy(tiny_doc)
+    del newer["cluster"], newer["profile"]
+    for s in newer["comm"]["samples"]:
+        s["value"] *= 10
+    save(newer, tmp_path / "new")
+    out = tmp_path / "merged"
+    rc = cli.main(["report", f"{tmp_path / 'old'}:cluster,profile", str(tmp_path / "new"),
+                   "--out", str(out), "--no-plots"])
+    assert rc == 0
+    doc = load(out)
+    assert doc["comm"]["samples"] == newer["comm"]["samples"]  # the newer run's only
+    assert doc["cluster"] == tiny_doc["cluster"] and doc["profile"] == tiny_doc["profile"]
+    assert [r["created"] for r in doc["merged_from"]] == [tiny_doc["created"]] * 2

@@ -68,3 +68,34 @@ def test_the_readmes_carry_the_records_headline() -> None:
         lines = text.splitlines()
         start = lines.index(want[0])
         assert lines[start:start + len(want)] == want
+
+
+def test_bulk_is_set_against_the_bare_protocol_on_the_same_loop_and_transport() -> None:
+    """Each comm, stock included, against ``rawaio@loop`` (TLS: ``rawaio+tls@loop``)
+    on every bulk size: the share of the raw socket, paired per repetition."""
+    configs = [{"label": "tcp@uvloop", "kind": "comm", "scheme": "tcp", "loop": "uvloop"},
+               {"label": "asyncio@uvloop", "kind": "comm", "scheme": "asyncio",
+                "loop": "uvloop"},
+               {"label": "asyncio+tls@uvloop", "kind": "comm", "scheme": "asyncio+tls",
+                "loop": "uvloop", "tls": True},
+               {"label": "asyncio@asyncio", "kind": "comm", "scheme": "asyncio",
+                "loop": "asyncio"},  # no bare protocol on its loop in this run
+               {"label": "rawaio@uvloop", "kind": "rawaio", "scheme": None, "loop": "uvloop"},
+               {"label": "rawaio+tls@uvloop", "kind": "rawaio", "scheme": None,
+                "loop": "uvloop", "tls": True}]
+    values = {"tcp@uvloop": (3.0, 3.2, 3.0), "asyncio@uvloop": (3.6, 3.6, 3.8),
+              "asyncio+tls@uvloop": (1.0, 1.1, 1.2), "asyncio@asyncio": (3.0, 3.0, 3.0),
+              "rawaio@uvloop": (4.0, 4.0, 4.0), "rawaio+tls@uvloop": (1.25, 1.25, 1.25)}
+    samples = [{"rep": rep, "config": lab, "metric": "bulk_16MiB_gibs", "value": v}
+               for lab, vs in values.items() for rep, v in enumerate(vs)]
+    sec = {"configs": configs, "samples": samples,
+           "metrics": {"bulk_16MiB_gibs": {"title": "bulk 16MiB one-way", "unit": "GiB/s"},
+                       "bulk_16MiB_cpu_us": {"title": "CPU", "unit": "µs"}}}
+    assert ratios.raw_peer(configs[2]) == "rawaio+tls@uvloop"
+    assert ratios.raw_peer(configs[4]) is None
+    rows = ratios.raw_share_table(sec).splitlines()
+    assert rows[0] == ("| metric | `tcp@uvloop` vs `rawaio@uvloop` | `asyncio@uvloop` vs "
+                       "`rawaio@uvloop` | `asyncio+tls@uvloop` vs `rawaio+tls@uvloop` |")
+    assert rows[2] == ("| bulk 16MiB one-way, GiB/s | 0.75× (0.75–0.80×, 3 pairs) | "
+                       "0.90× (0.90–0.95×, 3 pairs) | 0.88× (0.80–0.96×, 3 pairs) |")
+    assert len(rows) == 3  # the CPU row is not a throughput
