@@ -12,6 +12,9 @@ from typing import Any
 
 from bench import SCHEMA
 
+#: Sections of samples (validated, and merged sample by sample); any other
+#: section (profile, multihome) is taken whole from the first document that has it.
+SAMPLED = ("comm", "cluster", "scale", "workloads", "ab")
 SECTION_KEYS = {"configs": list, "reference": str, "metrics": dict, "samples": list,
                 "summary": dict}
 SAMPLE_KEYS = {"rep": int, "config": str, "metric": str}
@@ -45,9 +48,9 @@ def validate(doc: Any) -> list[str]:
     for key in ("cpu_model", "cpu_count", "python", "versions"):
         if key not in env:
             errs.append(f"environment.{key} missing")
-    if not any(k in doc for k in ("comm", "cluster", "profile", "scale")):
-        errs.append("no comm, cluster, profile or scale section")
-    for name in ("comm", "cluster", "scale"):
+    if not any(k in doc for k in ("profile", *SAMPLED)):
+        errs.append("no comm, cluster, profile, scale, workloads or ab section")
+    for name in SAMPLED:
         sec = doc.get(name)
         if sec is None:
             continue
@@ -114,9 +117,6 @@ def load(path: str | Path) -> dict[str, Any]:
     return doc
 
 
-#: Sections whose runs are merged sample by sample; any other section (profile,
-#: multihome) is taken whole from the first document that has it.
-SAMPLED = ("comm", "cluster", "scale")
 
 
 def _merge_section(secs: list[dict[str, Any]]) -> dict[str, Any]:

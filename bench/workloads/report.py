@@ -1,0 +1,37 @@
+"""What the report says about a ``workloads`` section beyond its tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def details(sec: dict[str, Any]) -> str:
+    """How the runs were made, each workload and its answer checks."""
+    opts = sec.get("options", {})
+    checks = sec.get("checks", {})
+    lines = [
+        f"Each run: a fresh `distributed.LocalCluster` of {opts.get('workers', '?')} worker "
+        f"processes × {opts.get('threads', '?')} thread (its scheduler, nannies and the "
+        "client in one process, on the event-loop thread distributed starts), a warm-up "
+        "of the workload at a small size, then the timed workload. Wall time is the "
+        "client's, graph construction included; the scheduler's CPU is that of its "
+        "event-loop thread (`time.thread_time` run on it), which it shares with the "
+        "nannies and the client's comm. The stock comm and asynciocomm run one after "
+        "the other on the same loop, in ABBA order over the pairs; "
+        f"{sec.get('reps_done', '?')} pair(s), scale {opts.get('scale', '?')}, "
+        f"{sec.get('seconds', 0) / 60:.0f} min in all.",
+        "",
+        "| workload | what (at scale 1) | runs | right answer | same answer on both comms |",
+        "|---|---|---|---|---|",
+    ]
+    for w in sec.get("catalog", []):
+        c = checks.get(w["name"], {})
+        runs = c.get("runs", 0)
+        lines.append(f"| {w['name']} | {w['what']} | {runs} | {c.get('right', 0)}/{runs} "
+                     f"| {c.get('same', 0)}/{runs} |")
+    lines += ["", "Right answer: equal to a closed form, or to dask's local threaded "
+              "scheduler on the same graph (by tasks where the run uses P2P), floats "
+              "within 1e-6 relative; frames by their row count and the sum of their row "
+              "hashes. Same answer: equal to the first run of that workload on that loop "
+              "and security, whichever comm ran it."]
+    return "\n".join(lines)
