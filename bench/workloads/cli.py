@@ -44,6 +44,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=TIMEOUT_S, help="seconds per run")
     p.add_argument("--budget", type=float, default=BUDGET_S,
                    help="no pair starts that would likely end after this (seconds)")
+    p.add_argument("--profile", action="store_true",
+                   help="after the pairs, one more run of each workload and comm under "
+                        "py-spy (speedscope files and the scheduler loop's categories)")
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
     p.add_argument("--out", type=Path, default=None,
                    help="output directory (default ./bench-results/workloads-<timestamp>)")
@@ -70,13 +73,14 @@ def run(args: argparse.Namespace) -> Path:
     opts = suite.Options(loops=check_loops(args.loops.split(",")),
                          tls=_security(args.security), pairs=args.pairs, scale=args.scale,
                          workers=args.workers, threads=args.threads,
-                         timeout_s=args.timeout, budget_s=args.budget)
+                         timeout_s=args.timeout, budget_s=args.budget,
+                         profile=args.profile)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out: Path = args.out or Path("bench-results") / f"workloads-{stamp}"
     out.mkdir(parents=True, exist_ok=True)
     doc = results.new_document("workloads")
     with environment.LoadSampler() as load:
-        doc["workloads"] = suite.run_workloads(wls, opts, quiet=args.quiet,
+        doc["workloads"] = suite.run_workloads(wls, opts, quiet=args.quiet, outdir=out,
                                                logdir=out / "logs" if args.logs else None)
     doc["environment"]["load"] = load.summary()
     publish(doc, out, plots=not args.no_plots, echo=not args.quiet)

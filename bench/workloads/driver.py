@@ -11,6 +11,10 @@ holds no task, then times the workload: the wall time seen by the client and
 the CPU time of the scheduler's event-loop thread (``time.thread_time`` run on
 it). Its answer's fingerprint is taken after the timing.
 
+A run with a ``profile`` path is timed under ``py-spy record`` attached to
+this process (speedscope, 100 Hz, idle samples included), from just before the
+timed workload to just after it.
+
 With ``"mode": "expected"`` it computes each workload's right answer instead
 (:attr:`Workload.expected`), without a cluster.
 
@@ -87,6 +91,17 @@ def _security(plan: dict[str, Any], scheme: str) -> Any:
     return TLSFiles(**plan["tls"]).security()
 
 
+def _profiler(plan: dict[str, Any], run: dict[str, Any]) -> Any:
+    """``py-spy record`` on this process (the scheduler's), when the run asks."""
+    if not run.get("profile"):
+        return None
+    from pathlib import Path
+
+    from bench.profile.suite import PySpy
+
+    return PySpy(os.getpid(), Path(run["profile"]), max_s=plan["timeout_s"])
+
+
 def measure(plan: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     """One run: a fresh cluster, the warm-up, the timed workload, its answer."""
     import dask
@@ -116,11 +131,16 @@ def measure(plan: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
         forget(client)
         warmed = time.perf_counter()
         gc.collect()
+        spy = _profiler(plan, run)
         cpu0 = client.run_on_scheduler(time.thread_time)
         t0 = time.perf_counter()
-        handle = wl.run(client, p)
-        wall = time.perf_counter() - t0
-        cpu1 = client.run_on_scheduler(time.thread_time)
+        try:
+            handle = wl.run(client, p)
+            wall = time.perf_counter() - t0
+            cpu1 = client.run_on_scheduler(time.thread_time)
+        finally:
+            if spy is not None:
+                spy.stop()
         answer = wl.answer(client, handle, p)
         del handle
         answered = time.perf_counter()

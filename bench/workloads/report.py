@@ -34,4 +34,26 @@ def details(sec: dict[str, Any]) -> str:
               "within 1e-6 relative; frames by their row count and the sum of their row "
               "hashes. Same answer: equal to the first run of that workload on that loop "
               "and security, whichever comm ran it."]
-    return "\n".join(lines)
+    return "\n".join(lines + _profiles(sec.get("profiles") or []))
+
+
+def _profiles(runs: list[dict[str, Any]]) -> list[str]:
+    """The profiled runs: the scheduler loop's busy time per category."""
+    if not runs:
+        return []
+    from bench.profile.speedscope import CATEGORIES
+
+    cats = [c for c in CATEGORIES if c != "idle"]
+    lines = ["", "py-spy on the scheduler's event-loop thread (\"IO loop\") during one more "
+             "run of each: share of its busy samples per category, and its idle share.", "",
+             "| workload | comm | wall, s | samples | " + " | ".join(cats) + " | idle | file |",
+             "|---|---|---|---|" + "---|" * (len(cats) + 2)]
+    for r in runs:
+        if "error" in r:
+            lines.append(f"| {r['workload']} | {r['config']} | {r['error'][:80]} |")
+            continue
+        busy = [f"{100 * r['busy_shares'].get(c, 0.0):.0f} %" for c in cats]
+        lines.append(f"| {r['workload']} | {r['config']} | {r['wall_s']:.2f} | {r['samples']} | "
+                     + " | ".join(busy) + f" | {100 * r['shares']['idle']:.0f} % "
+                     f"| `{r['speedscope']}` |")
+    return lines

@@ -47,6 +47,8 @@ class Options:
     threads: int
     timeout_s: float
     budget_s: float
+    #: After the pairs, one more run of each workload and comm under py-spy.
+    profile: bool = False
 
 
 def group_schemes(tls: bool) -> tuple[str, str]:
@@ -131,8 +133,37 @@ class Checker:
         return None
 
 
+def profile_runs(wls: list[Workload], opts: Options, groups: list[tuple[str, bool]],
+                 tls_files: Any, outdir: Path, workdir: Path, bar: Bar) -> list[dict[str, Any]]:
+    """One run of each workload and comm under py-spy, and the scheduler's
+    event-loop thread ("IO loop") per category (:mod:`bench.profile.speedscope`)."""
+    from bench.profile import speedscope
+
+    out = []
+    for loop, tls in groups:
+        bar.describe(f"profiles {loop}{' TLS' if tls else ''}")
+        runs = []
+        for wl in wls:
+            for scheme in group_schemes(tls):
+                name = f"speedscope-{wl.name}-{scheme.replace('+', '_')}_{loop}.json"
+                runs.append({"index": len(runs), "workload": wl.name, "scheme": scheme,
+                             "loop": loop, "profile": str(outdir / name)})
+        plan = {**_base_plan(opts, loop, tls_files), "runs": runs}
+        for row in plans.run_plan(plan, workdir / f"profile-{loop}-{tls}.log"):
+            entry = {"workload": row["workload"], "config": _label(row),
+                     "speedscope": Path(row["profile"]).name}
+            if "error" in row:
+                out.append({**entry, "error": row["error"]})
+                continue
+            analysis = speedscope.analyze(speedscope.load(row["profile"]), thread="IO loop")
+            out.append({**entry, "wall_s": row["wall_s"], "loop_cpu_s": row["loop_cpu_s"],
+                        **{k: analysis[k] for k in ("samples", "thread", "shares",
+                                                     "busy_shares", "comm_parts")}})
+    return out
+
+
 def run_workloads(wls: list[Workload], opts: Options, *, quiet: bool = False,
-                  logdir: Path | None = None) -> dict[str, Any]:
+                  logdir: Path | None = None, outdir: Path | None = None) -> dict[str, Any]:
     """Run the suite and return its JSON section."""
     groups = [(loop, tls) for tls in opts.tls for loop in opts.loops]
     configs = [(s, loop) for loop, tls in groups for s in group_schemes(tls)]
@@ -181,6 +212,8 @@ def run_workloads(wls: list[Workload], opts: Options, *, quiet: bool = False,
                                      "metric": f"{row['workload']}_{stat}",
                                      "value": float(row[stat])} for stat, _, _ in STATS]
                 pairs_done = pair + 1
+            profiles = (profile_runs(wls, opts, groups, tls_files, outdir or workdir,
+                                     workdir, bar) if opts.profile else [])
     metrics = metrics_for(wls)
     peers = {f"{a}@{lp}": f"{s}@{lp}" for lp, tls in groups
              for s, a in [group_schemes(tls)]}
@@ -199,6 +232,7 @@ def run_workloads(wls: list[Workload], opts: Options, *, quiet: bool = False,
         "expected": want,
         "checks": checker.counts,
         "runs": runs,
+        "profiles": profiles,
         "options": dataclasses.asdict(opts),
         "reps_done": pairs_done,
         "truncated": truncated,
