@@ -4,7 +4,8 @@ From coiled/benchmarks' ``test_array.py`` and ``test_rechunk.py``, scaled from a
 cluster of 10 two-core workers with 77 GiB to 2 workers on a 2-core machine:
 
 - ``anom_mean``: rows of 10 MiB (one row per chunk) grouped by ``row % groups``
-  with 100 rows per group; the anomaly (each row minus its group's mean, the
+  (100 rows per group there; here 2 groups of 12 rows, 100 rows per group from
+  ``--scale 25``); the anomaly (each row minus its group's mean, the
   climatology) averaged over all rows. Written with dask.array alone: each
   group is a strided selection, reduced, subtracted and joined back, as an
   xarray ``groupby`` without flox builds it. With equal groups the exact answer
@@ -31,7 +32,7 @@ import math
 from typing import Any
 
 from bench.workloads.answers import Answer, array_answer
-from bench.workloads.catalog import Params, Workload, identity_answer, scaled
+from bench.workloads.catalog import SMALL, Params, Workload, identity_answer, scaled
 
 MiB = 1 << 20
 
@@ -63,7 +64,7 @@ def _threads(build: Any, p: Params) -> Any:
 # anom_mean ------------------------------------------------------------------
 
 def _anom_size(scale: float) -> Params:
-    rows = scaled(200, scale, 8)
+    rows = scaled(24, scale, 8)
     groups = max(2, rows // 100)
     width = max(4096, int(10 * MiB // 8 * min(1.0, 10 * scale)))
     return {"rows": rows - rows % groups, "groups": groups, "width": width, "seed": 11}
@@ -91,7 +92,7 @@ def _anom_expected(p: Params) -> Answer:
 # vorticity ------------------------------------------------------------------
 
 def _vort_size(scale: float) -> Params:
-    return {"side": 1000 if scale >= 0.05 else 200, "layers": scaled(100, scale, 4),
+    return {"side": 1000 if scale > SMALL else 200, "layers": scaled(16, scale, 4),
             "seed": 12}
 
 
@@ -123,7 +124,7 @@ def _vort_expected(p: Params) -> Answer:
 # double_diff ----------------------------------------------------------------
 
 def _diff_size(scale: float) -> Params:
-    return {"side": _side(8000, scale, 400), "chunk": _chunk_bytes(20 * MiB, scale),
+    return {"side": _side(4096, scale, 400), "chunk": _chunk_bytes(20 * MiB, scale),
             "seed": 13}
 
 
@@ -147,7 +148,7 @@ def _diff_expected(p: Params) -> Answer:
 
 def _dot_size(scale: float) -> Params:
     block = max(128, int(1024 * math.sqrt(min(1.0, scale))))
-    return {"side": max(5 * block, int(5120 * math.sqrt(scale))), "block": block,
+    return {"side": max(2 * block, int(2048 * math.sqrt(scale))), "block": block,
             "seed": 14}
 
 
@@ -172,7 +173,7 @@ def same(block: Any) -> Any:
 
 
 def _overlap_size(scale: float) -> Params:
-    return {"side": _side(10_000, scale, 500), "block": 50, "seed": 15}
+    return {"side": _side(2500, scale, 500), "block": 50, "seed": 15}
 
 
 def _overlap_graph(p: Params) -> Any:
@@ -192,7 +193,7 @@ def _overlap_expected(p: Params) -> Answer:
 # rechunk --------------------------------------------------------------------
 
 def _rechunk_size(scale: float) -> Params:
-    return {"side": _side(8192, scale, 512), "chunk": _chunk_bytes(8 * MiB, scale),
+    return {"side": _side(4096, scale, 512), "chunk": _chunk_bytes(8 * MiB, scale),
             "seed": 16}
 
 
@@ -220,24 +221,24 @@ def _rechunk_expected(p: Params) -> Answer:
 
 WORKLOADS = [
     Workload("anom_mean", "array",
-             "200 rows of 10 MiB, 2 groups: mean of (row − its group's mean)",
+             "24 rows of 10 MiB, 2 groups: mean of (row − its group's mean)",
              _anom_size, _anom_run, identity_answer, _anom_expected),
     Workload("vorticity", "array",
-             "dx·u − dy·v, 100 layers of 1000 × 1000 (8 MB chunks), padded and "
+             "dx·u − dy·v, 16 layers of 1000 × 1000 (8 MB chunks), padded and "
              "rechunked, summed", _vort_size, _vort_run, identity_answer, _vort_expected),
     Workload("double_diff", "array",
-             "a[1:, 1:] − b[:-1, :-1], 8000 × 8000 each in 20 MiB chunks, summed",
+             "a[1:, 1:] − b[:-1, :-1], 4096 × 4096 each in 20 MiB chunks, summed",
              _diff_size, _diff_run, identity_answer, _diff_expected),
-    Workload("dot_product", "array", "(a @ a.T).sum(), 5120 × 5120 in 8 MiB chunks",
+    Workload("dot_product", "array", "(a @ a.T).sum(), 2048 × 2048 in 8 MiB chunks",
              _dot_size, _dot_run, identity_answer, _dot_expected),
     Workload("map_overlap", "array",
-             "identity map_overlap (depth 1) on 10,000 × 10,000 in 50 × 50 chunks, "
+             "identity map_overlap (depth 1) on 2500 × 2500 in 50 × 50 chunks, "
              "a 10 × 10 window computed", _overlap_size, _overlap_run, identity_answer,
              _overlap_expected),
     Workload("rechunk_tasks", "rechunk",
-             "8192 × 8192 (512 MiB) from columns to rows of 8 MiB, by tasks, summed",
+             "4096 × 4096 (128 MiB) from columns to rows of 8 MiB, by tasks, summed",
              _rechunk_size, _rechunk_run("tasks"), identity_answer, _rechunk_expected),
     Workload("rechunk_p2p", "rechunk",
-             "8192 × 8192 (512 MiB) from columns to rows of 8 MiB, by P2P, summed",
+             "4096 × 4096 (128 MiB) from columns to rows of 8 MiB, by P2P, summed",
              _rechunk_size, _rechunk_run("p2p"), identity_answer, _rechunk_expected),
 ]

@@ -23,6 +23,10 @@ from bench.workloads.answers import Answer
 
 Params = dict[str, Any]
 
+#: At or below this scale a workload takes its small form (fewer rows per
+#: partition, smaller fields), which the warm-ups and the tests run.
+SMALL = 0.05
+
 
 @dataclasses.dataclass(frozen=True)
 class Workload:

@@ -38,8 +38,9 @@ import traceback
 from typing import Any
 
 RESULT_TAG = "WORKLOADS-RESULT "
-#: The warm-up runs the workload at this fraction of the measured scale (each
-#: workload's size has a floor), long enough to import and connect everything.
+#: The warm-up runs the workload at this fraction of the measured scale, in its
+#: small form (:data:`bench.workloads.catalog.SMALL`; each size has a floor):
+#: enough to import and connect everything, a second or two.
 WARM_FRACTION = 0.05
 #: Polls (every 50 ms) for the scheduler to forget the warm-up's tasks.
 FORGET_POLLS = 400

@@ -23,7 +23,7 @@ import datetime
 from typing import Any
 
 from bench.workloads.answers import (DIGEST_META, Answer, digest_answer, frame_digest)
-from bench.workloads.catalog import Params, Workload, identity_answer, scaled
+from bench.workloads.catalog import SMALL, Params, Workload, identity_answer, scaled
 
 START = datetime.date(2020, 1, 1)
 
@@ -44,8 +44,8 @@ def _digest(frame: Any, scheduler: str | None = None) -> Answer:
 # df_shuffle -----------------------------------------------------------------
 
 def _shuffle_size(scale: float) -> Params:
-    small = scale < 0.05
-    return {"days": scaled(16, scale, 2), "freq": "60s" if small else "1200ms",
+    small = scale <= SMALL
+    return {"days": scaled(2, scale, 2), "freq": "60s" if small else "1200ms",
             "columns": 10 if small else 100, "seed": 21}
 
 
@@ -73,7 +73,7 @@ def _rows_frame(days: int, seed: int, small: bool) -> Any:
 
 
 def _index_size(scale: float) -> Params:
-    return {"days": scaled(8, scale, 2), "small": scale < 0.05, "seed": 22}
+    return {"days": scaled(1, scale, 1), "small": scale <= SMALL, "seed": 22}
 
 
 def sorted_digest(df: Any) -> Any:
@@ -114,8 +114,8 @@ def _index_expected(p: Params) -> Answer:
 # groupby_split_out ----------------------------------------------------------
 
 def _groupby_size(scale: float) -> Params:
-    return {"days": scaled(24, scale, 2), "keys": scaled(100_000, scale, 100),
-            "split_out": 8, "small": scale < 0.05, "seed": 23}
+    return {"days": scaled(8, scale, 2), "keys": scaled(100_000, scale, 100),
+            "split_out": 8, "small": scale <= SMALL, "seed": 23}
 
 
 def _keyed_frame(p: Params) -> Any:
@@ -157,7 +157,7 @@ def _groupby_expected(p: Params) -> Answer:
 # join_p2p -------------------------------------------------------------------
 
 def _join_size(scale: float) -> Params:
-    return {"days": scaled(5, scale, 2), "small": scale < 0.05, "seeds": (31, 32)}
+    return {"days": scaled(1, scale, 1), "small": scale <= SMALL, "seeds": (31, 32)}
 
 
 def _joined(p: Params, method: str) -> Any:
@@ -177,16 +177,16 @@ def _join_expected(p: Params) -> Answer:
 
 WORKLOADS = [
     Workload("df_shuffle", "dataframe",
-             "16 days × 72,000 rows × 100 floats (55 MiB partitions), shuffle by tasks",
+             "2 days × 72,000 rows × 100 floats (55 MiB partitions), shuffle by tasks",
              _shuffle_size, _shuffle_run, identity_answer, _shuffle_expected),
     Workload("set_index", "dataframe",
-             "8 days × 864,000 rows (name, id, x, y), set_index(int(x·1e9)) by P2P",
+             "1 day × 864,000 rows (name, id, x, y), set_index(int(x·1e9)) by P2P",
              _index_size, _index_run, identity_answer, _index_expected),
     Workload("groupby_split_out", "dataframe",
-             "24 days × 86,400 rows, groupby over 100,000 keys, agg(x sum, y mean), "
+             "8 days × 86,400 rows, groupby over 100,000 keys, agg(x sum, y mean), "
              "split_out=8, by tasks", _groupby_size, _groupby_run, identity_answer,
              _groupby_expected),
     Workload("join_p2p", "dataframe",
-             "two frames of 5 days × 864,000 rows, inner merge on int(x·1e9) by P2P",
+             "two frames of 1 day × 864,000 rows, inner merge on int(x·1e9) by P2P",
              _join_size, _join_run, identity_answer, _join_expected),
 ]

@@ -1,11 +1,13 @@
 """Work-stealing workloads, from coiled/benchmarks' ``test_work_stealing.py``.
 
-- ``trivial_fanout``: one task makes 1 MiB, and tens of thousands of trivial tasks
-  read it (there: 10,000 tasks; here 20,000);
-- ``stealing_inhomogeneous``: 500 tasks that sleep for lognormal(1, 1.3) seconds
+- ``trivial_fanout``: one task makes 1 MiB, and thousands of trivial tasks read it
+  (there: 10,000 tasks on 20 threads; here 2,000 on 2, about 12 s: each costs
+  about 6 ms of wall time on this machine, see :mod:`bench.workloads.futures`;
+  ``--scale 10`` makes it 20,000);
+- ``stealing_inhomogeneous``: 500 tasks (here 250) that sleep for lognormal(1, 1.3) seconds
   (seed 42, at most 60 s), here scaled by ``SLEEP_SCALE`` to fit 2 single-thread
   workers;
-- ``stealing_straggler``: 1,000 tasks of a fixed sleep while one worker's event
+- ``stealing_straggler``: 1,000 tasks (here 200) of a fixed sleep while one worker's event
   loop is blocked 1 s in every 1.5 s (a periodic callback), here both scaled by
   ``SLEEP_SCALE``-like factors.
 
@@ -22,8 +24,8 @@ from bench.workloads.answers import Answer
 from bench.workloads.catalog import Params, Workload, identity_answer, scaled
 
 #: The inhomogeneous delays are scaled from a cluster of 20 threads (mean delay
-#: 6.3 s, 500 tasks: 160 s) to 2 threads in about 10 s.
-SLEEP_SCALE = 0.006
+#: 6.3 s, 500 tasks: 160 s) to 2 threads: 250 tasks in about 3 s.
+SLEEP_SCALE = 0.004
 #: The straggler's tasks and its clog, scaled together (1 s tasks and a 1 s clog
 #: every 1.5 s there) so that the clog still holds a task's length.
 STRAGGLER_TASK_S = 0.02
@@ -42,7 +44,7 @@ def touch(root: str, i: int, size: int) -> int:
 
 
 def _fanout_size(scale: float) -> Params:
-    return {"n": scaled(20_000, scale, 20), "root": MiB}
+    return {"n": scaled(2000, scale, 20), "root": MiB}
 
 
 def _fanout_run(client: Any, p: Params) -> Answer:
@@ -73,7 +75,7 @@ def _delays(n: int) -> list[float]:
 
 
 def _inhomogeneous_size(scale: float) -> Params:
-    return {"n": scaled(500, scale, 10)}
+    return {"n": scaled(250, scale, 10)}
 
 
 def _inhomogeneous_run(client: Any, p: Params) -> Answer:
@@ -110,7 +112,7 @@ def install_clog(dask_worker: Any) -> None:
 
 
 def _straggler_size(scale: float) -> Params:
-    return {"n": scaled(1000, scale, 10)}
+    return {"n": scaled(200, scale, 10)}
 
 
 def _straggler_run(client: Any, p: Params) -> Answer:
@@ -129,12 +131,12 @@ def _straggler_expected(p: Params) -> Answer:
 
 WORKLOADS = [
     Workload("trivial_fanout", "stealing",
-             "one 1 MiB root read by 20,000 trivial tasks", _fanout_size, _fanout_run,
+             "one 1 MiB root read by 2,000 trivial tasks", _fanout_size, _fanout_run,
              identity_answer, _fanout_expected),
     Workload("stealing_inhomogeneous", "stealing",
-             "500 sleeps of lognormal(1, 1.3) × 0.006 s", _inhomogeneous_size,
+             "250 sleeps of lognormal(1, 1.3) × 0.004 s", _inhomogeneous_size,
              _inhomogeneous_run, identity_answer, _inhomogeneous_expected),
     Workload("stealing_straggler", "stealing",
-             "1,000 sleeps of 20 ms, one worker's loop blocked 20 ms in every 30 ms",
+             "200 sleeps of 20 ms, one worker's loop blocked 20 ms in every 30 ms",
              _straggler_size, _straggler_run, identity_answer, _straggler_expected),
 ]
