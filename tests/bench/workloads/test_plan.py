@@ -34,3 +34,16 @@ def test_the_catalog_has_the_issue_workloads_and_sizes_grow_with_scale() -> None
         assert small != full != big, w.name
     with pytest.raises(BenchError, match="unknown workload nope"):
         catalog.select(["nope"])
+
+
+def test_an_answer_must_be_right_and_the_same_on_both_comms() -> None:
+    checker = suite.Checker({"w": {"n": 2, "sum": 1.0}})
+    run = {"workload": "w", "loop": "uvloop", "scheme": "tcp", "answer": {"n": 2, "sum": 1.0}}
+    assert checker.check(run, False) is None
+    # right within the float tolerance, and the same as tcp's within it too
+    ours = {**run, "scheme": "asyncio", "answer": {"n": 2, "sum": 1.0 + 1e-12}}
+    assert checker.check(ours, False) is None
+    wrong = {**run, "scheme": "asyncio", "answer": {"n": 3, "sum": 1.0}}
+    assert checker.check(wrong, False) == "wrong answer: n: 3 != 2"
+    assert checker.check({**run, "workload": "x"}, False) == "no right answer to check against"
+    assert checker.counts["w"] == {"runs": 3, "right": 2, "same": 2}
