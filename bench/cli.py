@@ -74,13 +74,16 @@ def _sizes(text: str) -> dict[int, tuple[int, float]]:
 def commands() -> dict[str, ModuleType]:
     """The subcommands with a module of their own: each has ``add_parser(subparsers)``
     and ``run(args) -> Path``. A new one is one import and one entry here."""
+    from bench.ab import cli as ab
     from bench.comm import between, calls
     from bench.gc import cli as gc
     from bench.reliability import differential, suite as reliability
     from bench.scale import cli as scale
+    from bench.workloads import cli as workloads
 
     return {"reliability": reliability, "calls": calls, "differential": differential,
-            "scale": scale, "between": between, "gc": gc}
+            "scale": scale, "between": between, "gc": gc, "workloads": workloads,
+            "ab": ab}
 
 
 def build_parser() -> argparse.ArgumentParser:

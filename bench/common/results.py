@@ -12,6 +12,9 @@ from typing import Any
 
 from bench import SCHEMA
 
+#: Sections of samples (validated, and merged sample by sample); any other
+#: section (profile, multihome) is taken whole from the first document that has it.
+SAMPLED = ("comm", "cluster", "scale", "gc", "workloads", "ab")
 SECTION_KEYS = {"configs": list, "reference": str, "metrics": dict, "samples": list,
                 "summary": dict}
 SAMPLE_KEYS = {"rep": int, "config": str, "metric": str}
@@ -45,9 +48,9 @@ def validate(doc: Any) -> list[str]:
     for key in ("cpu_model", "cpu_count", "python", "versions"):
         if key not in env:
             errs.append(f"environment.{key} missing")
-    if not any(k in doc for k in ("comm", "cluster", "profile", "scale", "gc")):
-        errs.append("no comm, cluster, profile, scale or gc section")
-    for name in ("comm", "cluster", "scale", "gc"):
+    if not any(k in doc for k in ("profile", *SAMPLED)):
+        errs.append("no comm, cluster, profile, scale, gc, workloads or ab section")
+    for name in SAMPLED:
         sec = doc.get(name)
         if sec is None:
             continue
@@ -115,7 +118,7 @@ def load(path: str | Path) -> dict[str, Any]:
 
 
 #: The sections a result document may have.
-SECTIONS = ("comm", "cluster", "profile", "scale", "multihome")
+SECTIONS = ("comm", "cluster", "profile", "scale", "multihome", "gc", "workloads", "ab")
 
 
 def only(doc: dict[str, Any], keep: tuple[str, ...] | None) -> dict[str, Any]:
@@ -124,10 +127,6 @@ def only(doc: dict[str, Any], keep: tuple[str, ...] | None) -> dict[str, Any]:
         return doc
     return {k: v for k, v in doc.items() if k not in SECTIONS or k in keep}
 
-
-#: Sections whose runs are merged sample by sample; any other section (profile,
-#: multihome) is taken whole from the first document that has it.
-SAMPLED = ("comm", "cluster", "scale", "gc")
 
 
 def _merge_section(secs: list[dict[str, Any]]) -> dict[str, Any]:

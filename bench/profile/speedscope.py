@@ -206,18 +206,20 @@ def _stacks(doc: dict[str, Any], profile: dict[str, Any]) -> list[tuple[list[dic
     return [([frames[i] for i in s], float(w)) for s, w in zip(profile["samples"], weights)]
 
 
-def main_thread(doc: dict[str, Any]) -> dict[str, Any]:
-    """The profile of the MainThread (else the one with the most samples)."""
+def main_thread(doc: dict[str, Any], name: str = "MainThread") -> dict[str, Any]:
+    """The profile of the thread ``name`` (the scheduler's event loop: MainThread in
+    a scheduler process, "IO loop" in a process where distributed started the
+    loop in a thread), else the one with the most samples."""
     profs = doc["profiles"]
     for p in profs:
-        if '"MainThread"' in p.get("name", "") or p.get("name", "").endswith("MainThread"):
+        if f'"{name}"' in p.get("name", "") or p.get("name", "").endswith(name):
             return p
     return max(profs, key=lambda p: len(p.get("samples", [])))
 
 
-def analyze(doc: dict[str, Any]) -> dict[str, Any]:
-    """Shares of MainThread samples per category, and update_graph parts."""
-    main = main_thread(doc)
+def analyze(doc: dict[str, Any], thread: str = "MainThread") -> dict[str, Any]:
+    """Shares of the loop thread's samples per category, and update_graph parts."""
+    main = main_thread(doc, thread)
     counts: Counter[str] = Counter({c: 0.0 for c in CATEGORIES})
     parts: Counter[str] = Counter()
     comm_parts: Counter[str] = Counter({"transport": 0.0, "(de)serialization": 0.0})

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 from typing import Any
 
 from bench.report import ratios
+
+#: The sections rendered as tables of medians and ratios, with their title and,
+#: for some, the function (``module:name``) that renders what is theirs alone.
+SECTIONS = {"comm": ("Comm level", None),
+            "cluster": ("Scheduler-bound cluster", None),
+            "workloads": ("Real workloads", "bench.workloads.report:details"),
+            "ab": ("A/B of a script", "bench.ab.report:details")}
 
 
 def fmt(value: float | None) -> str:
@@ -122,12 +130,15 @@ def render(doc: dict[str, Any], plots: dict[str, list[str]] | None = None) -> st
     head = ratios.headline(doc)
     if head:
         out += ["## Headline", "", head, ""]
-    for name, title in (("comm", "Comm level"), ("cluster", "Scheduler-bound cluster")):
+    for name, (title, details) in SECTIONS.items():
         sec = doc.get(name)
         if not sec:
             continue
-        out += [f"## {title}", "", _notes(sec, name), "", "Medians:", "",
-                section_table(sec), ""]
+        out += [f"## {title}", "", _notes(sec, name), ""]
+        if details:
+            module, _, func = details.partition(":")
+            out += [getattr(importlib.import_module(module), func)(sec), ""]
+        out += ["Medians:", "", section_table(sec), ""]
         table = ratios.ratio_table(sec)
         if table:
             out += ["Against the stock comm on the same loop (paired ratios, > 1 is "

@@ -20,6 +20,14 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
 
 
+def _save(fig: Any, outdir: Path, fname: str) -> str:
+    """Lay out, write and close a figure; returns its file name."""
+    fig.tight_layout()
+    fig.savefig(outdir / fname, dpi=90)
+    _plt().close(fig)
+    return fname
+
+
 def section_plots(doc: dict[str, Any], name: str, outdir: Path) -> list[str]:
     """One bar chart per metric: medians per config, with each repetition as a dot."""
     sec = doc.get(name)
@@ -45,11 +53,7 @@ def section_plots(doc: dict[str, Any], name: str, outdir: Path) -> list[str]:
         ax.set_ylabel(meta.get("unit", ""))
         better = "higher" if meta.get("higher_is_better", True) else "lower"
         ax.set_title(f"{meta.get('title', metric)} ({better} is better)", fontsize=10)
-        fig.tight_layout()
-        fname = f"{name}_{_safe(metric)}.png"
-        fig.savefig(outdir / fname, dpi=90)
-        plt.close(fig)
-        written.append(fname)
+        written.append(_save(fig, outdir, f"{name}_{_safe(metric)}.png"))
     return written
 
 
@@ -70,10 +74,7 @@ def stacked_shares(outdir: Path, fname: str, labels: list[str],
     if title:
         ax.set_title(title, fontsize=10)
     ax.legend(fontsize=7, bbox_to_anchor=(1.02, 1), loc="upper left")
-    fig.tight_layout()
-    fig.savefig(outdir / fname, dpi=90)
-    plt.close(fig)
-    return fname
+    return _save(fig, outdir, fname)
 
 
 def profile_plot(doc: dict[str, Any], outdir: Path) -> list[str]:
@@ -90,6 +91,50 @@ def profile_plot(doc: dict[str, Any], outdir: Path) -> list[str]:
                            [r["shares"] for r in runs], cats)]
 
 
+def ratio_plots(doc: dict[str, Any], name: str, outdir: Path) -> list[str]:
+    """For a section whose metrics name their statistic (``stat``), one chart per
+    statistic: a row per metric, and for each configuration the median of its
+    ratios paired with the stock comm on its loop, with their range (log scale,
+    > 1 is better)."""
+    from matplotlib import ticker
+
+    from bench.common.stats import by_config, compare
+    from bench.report.ratios import peers
+
+    sec = doc.get(name)
+    if not sec:
+        return []
+    pairs, by = peers(sec), by_config(sec["samples"])
+    stats = dict.fromkeys(m["stat"] for m in sec["metrics"].values() if m.get("stat"))
+    plt, written = _plt(), []
+    for stat in stats:
+        rows = [(k, m) for k, m in sec["metrics"].items() if m.get("stat") == stat]
+        fig, ax = plt.subplots(figsize=(8.0, 0.42 * len(rows) + 1.6))
+        for j, (lab, peer) in enumerate(pairs.items()):
+            for i, (metric, meta) in enumerate(rows):
+                c = compare(by, lab, peer, metric, meta.get("higher_is_better", True))
+                if not c.n:
+                    continue
+                y = i + (j - (len(pairs) - 1) / 2) * 0.8 / max(1, len(pairs))
+                ax.errorbar([c.median], [y], xerr=[[c.median - c.lo], [c.hi - c.median]],
+                            fmt="o", markersize=4, capsize=2, color=f"C{j}",
+                            label=f"{lab} vs {peer}" if i == 0 else None)
+        ax.axvline(1.0, color="k", linewidth=0.8)
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(ticker.FormatStrFormatter("%.3g"))
+        ax.xaxis.set_minor_formatter(ticker.FormatStrFormatter("%.3g"))
+        ax.tick_params(axis="x", which="both", labelsize=7)
+        ax.set_yticks(range(len(rows)))
+        ax.set_yticklabels([m.get("workload", k) for k, m in rows], fontsize=8)
+        ax.invert_yaxis()
+        title = rows[0][1].get("title", stat).split(": ", 1)[-1]
+        ax.set_title(f"{title}: speed-up against stock on the same loop (> 1 is better; "
+                     "median and range of the pairs)", fontsize=9)
+        ax.legend(fontsize=7, loc="best")
+        written.append(_save(fig, outdir, f"{name}_ratios_{_safe(stat)}.png"))
+    return written
+
+
 def render_all(doc: dict[str, Any], outdir: str | Path) -> dict[str, list[str]]:
     """Write every plot into ``outdir``; returns file names per section."""
     out = Path(outdir)
@@ -98,5 +143,7 @@ def render_all(doc: dict[str, Any], outdir: str | Path) -> dict[str, list[str]]:
 
     return {"comm": section_plots(doc, "comm", out),
             "cluster": section_plots(doc, "cluster", out),
+            "workloads": ratio_plots(doc, "workloads", out),
+            "ab": section_plots(doc, "ab", out),
             "profile": profile_plot(doc, out),
             "scale": scale_plots.render(doc, out)}

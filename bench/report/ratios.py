@@ -17,7 +17,7 @@ from bench.common.stats import MIN_PAIRS, Comparison, by_config, compare
 NOISE = "no measurable difference"
 
 #: The headline's rows, in order; a row shows where the run measured it.
-HEADLINE = {
+HEADLINE: dict[str, tuple[str, ...] | None] = {
     "comm": ("ping_rts", "ping_cpu_us", "stream_msgs", "bulk_64KiB_gibs", "bulk_1MiB_gibs",
              "bulk_4MiB_gibs", "bulk_16MiB_gibs", "bulk_32MiB_gibs", "bulk_64MiB_gibs",
              "bulk_128MiB_gibs", "clients_32_rts"),
@@ -28,6 +28,9 @@ HEADLINE = {
     "scale": ("map_w2_sched_cpu_us", "map_w64_sched_cpu_us", "map_w256_sched_cpu_us",
               "map_w256_loop_cpu_us", "map_w256_wall_s", "graph_w64_sched_cpu_us",
               "graph_w256_sched_cpu_us"),
+    # sections whose metrics say themselves which are headline rows
+    "workloads": None,
+    "ab": None,
 }
 
 LEGEND = (
@@ -143,6 +146,8 @@ def headline(doc: dict[str, Any]) -> str:
         kinds = {c["label"]: c.get("kind", "comm") for c in sec["configs"]}
         pairs = {lab: peer for lab, peer in peers(sec).items() if kinds[lab] == "comm"}
         columns += [col for col in pairs.items() if col not in columns]
+        if keys is None:
+            keys = tuple(m for m, meta in sec["metrics"].items() if meta.get("headline"))
         for metric in keys:
             if metric not in sec["metrics"]:
                 continue
