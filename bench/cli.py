@@ -41,12 +41,13 @@ def _gcs(text: str) -> list[bool]:
 def commands() -> dict[str, ModuleType]:
     """The subcommands with a module of their own: each has ``add_parser(subparsers)``
     and ``run(args) -> Path``. A new one is one import and one entry here."""
+    from bench import upstream
     from bench.comm import between, calls
     from bench.reliability import differential, suite as reliability
     from bench.scale import cli as scale
 
     return {"reliability": reliability, "calls": calls, "differential": differential,
-            "scale": scale, "between": between}
+            "scale": scale, "between": between, "upstream": upstream}
 
 
 def build_parser() -> argparse.ArgumentParser:
