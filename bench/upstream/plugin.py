@@ -128,5 +128,8 @@ def _message(report: Any) -> str:
         text = str(report.wasxfail)
     else:
         crash = getattr(longrepr, "reprcrash", None)
-        text = crash.message if crash is not None else str(longrepr or "")
+        if crash is not None:
+            text = crash.message
+        else:  # a collection error: its traceback ends with the exception
+            text = str(longrepr or "").strip()[-MESSAGE_CHARS:]
     return text.strip()[:MESSAGE_CHARS]

@@ -93,6 +93,8 @@ class TestGroup:
 '''
 
 MODULE = "distributed/tests/test_tiny.py"
+#: A module that cannot be imported: one failed entry, and the other modules still run.
+BROKEN = "distributed/tests/test_broken.py"
 
 
 @pytest.fixture
@@ -106,12 +108,14 @@ def source(tmp_path: Path) -> Path:
         "distributed')\n")
     (tests / "__init__.py").write_text("")
     (tests / MODULE.rsplit("/", 1)[1]).write_text(TESTS)
+    (tests / BROKEN.rsplit("/", 1)[1]).write_text("import no_such_module_here\n")
     (tests / "tls-ca-cert.pem").write_text("not read by the test\n")
     return root
 
 
 def _args(source: Path, out: Path, **kw: object) -> argparse.Namespace:
-    argv = ["upstream", "--source", str(source), "--modules", MODULE, "--loops", "asyncio",
+    modules = f"{MODULE},{BROKEN}"
+    argv = ["upstream", "--source", str(source), "--modules", modules, "--loops", "asyncio",
             "--reruns", "0", "--run-timeout", "300", "--out", str(out), "--quiet"]
     for key, value in kw.items():
         argv += [f"--{key.replace('_', '-')}", str(value)]
@@ -122,7 +126,11 @@ def _args(source: Path, out: Path, **kw: object) -> argparse.Namespace:
 def test_upstream_tells_each_class_in_every_process(source: Path, tmp_path: Path) -> None:
     out = command.run(_args(source, tmp_path / "out"))
     doc = json.loads((out / "upstream.json").read_text())
-    classes = {v["test"].split("::", 1)[1]: v["class"] for v in doc["verdicts"]}
+    broken = next(v for v in doc["verdicts"] if v["test"] == BROKEN)
+    assert broken["class"] == "failed on both"
+    assert "no_such_module_here" in broken["stock"]["message"]
+    classes = {v["test"].split("::", 1)[1]: v["class"] for v in doc["verdicts"]
+               if v["test"] != BROKEN}
     assert classes == {"test_echo_on_stock": "differs",
                        "test_nanny_worker_on_stock": "differs",
                        "test_cluster_roundtrip": "passed on both",
@@ -216,5 +224,7 @@ def test_bad_arguments_are_refused(source: Path, tmp_path: Path) -> None:
                {"reruns": -1}):
         with pytest.raises(BenchError):
             command.run(_args(source, tmp_path, **kw))
+    with pytest.raises(BenchError):
+        command.run(_args(source, tmp_path, modules=BROKEN.replace("broken", "none")))
     with pytest.raises(BenchError):
         command.run(_args(tmp_path / "nowhere", tmp_path))
