@@ -74,6 +74,7 @@ def _sizes(text: str) -> dict[int, tuple[int, float]]:
 def commands() -> dict[str, ModuleType]:
     """The subcommands with a module of their own: each has ``add_parser(subparsers)``
     and ``run(args) -> Path``. A new one is one import and one entry here."""
+    from bench import upstream
     from bench.ab import cli as ab
     from bench.comm import between, calls
     from bench.gc import cli as gc
@@ -83,7 +84,7 @@ def commands() -> dict[str, ModuleType]:
 
     return {"reliability": reliability, "calls": calls, "differential": differential,
             "scale": scale, "between": between, "gc": gc, "workloads": workloads,
-            "ab": ab}
+            "ab": ab, "upstream": upstream}
 
 
 def build_parser() -> argparse.ArgumentParser:
