@@ -6,7 +6,7 @@ import asyncio
 import dataclasses
 import inspect
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 import dask
@@ -14,6 +14,7 @@ from distributed.comm.addressing import parse_host_port, unparse_host_port
 from distributed.comm.core import BaseListener, CommClosedError
 from distributed.comm.utils import ensure_concrete_host
 
+from asynciocomm import lifetime
 from asynciocomm.sockets.accepting import Acceptor
 from asynciocomm.sockets.binding import bind_sockets
 from asynciocomm.comm import AsyncioComm
@@ -92,6 +93,8 @@ class AsyncioListener(BaseListener):
         self._acceptor: Acceptor | None = None
         self._started = False
         self._tasks = _Tasks()
+        # Held while listening (see asynciocomm.lifetime).
+        self._loop_guard: AsyncGenerator[None, None] | None = None
         self.bound_address: tuple[str, int] | None = None
         #: For log lines, which outlive stop() (after it the address raises).
         self._name = prefix + unparse_host_port(self.ip, self.port)
@@ -108,6 +111,7 @@ class AsyncioListener(BaseListener):
             self._acceptor = Acceptor(sockets, backlog, self._on_tls_accept, logger, self._name)
             self._acceptor.start()
             self._started = True
+            self._loop_guard = lifetime.track(self)
             return
         servers: list[asyncio.AbstractServer] = []
         try:
@@ -123,6 +127,7 @@ class AsyncioListener(BaseListener):
             raise
         self._servers = servers
         self._started = True
+        self._loop_guard = lifetime.track(self)
 
     def stop(self) -> None:
         """Stop accepting connections. Comms already accepted, those still in
@@ -136,6 +141,11 @@ class AsyncioListener(BaseListener):
         acceptor, self._acceptor = self._acceptor, None
         if acceptor is not None:
             acceptor.close()
+        self._loop_guard = None
+
+    def close_at_loop_shutdown(self) -> None:
+        """Stop: the event loop is shutting down (asynciocomm.lifetime)."""
+        self.stop()
 
     # -- accepting -----------------------------------------------------------------
 

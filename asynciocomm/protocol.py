@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncGenerator, Callable, Coroutine
 from typing import Any, cast
 
 from distributed.comm.core import CommClosedError
@@ -34,6 +34,7 @@ from distributed.comm.core import CommClosedError
 from asynciocomm.wire.buffers import default_allocator
 from asynciocomm.wire.encoder import Buffer
 from asynciocomm.wire.speedups import FrameDecoder, encode_frames, encode_single
+from asynciocomm import lifetime
 from asynciocomm.config import Settings
 from asynciocomm.errors import ProtocolError, detached, translate
 from asynciocomm.log import get_logger
@@ -115,6 +116,8 @@ class FramedProtocol(asyncio.BufferedProtocol):
         self._lost_waiter: asyncio.Future[None] | None = None
         self._abort_handle: asyncio.Handle | None = None
         self._tls = False
+        # Held while connected (see asynciocomm.lifetime).
+        self._loop_guard: AsyncGenerator[None, None] | None = None
 
     # -- asyncio callbacks ----------------------------------------------------------
 
@@ -128,6 +131,7 @@ class FramedProtocol(asyncio.BufferedProtocol):
         traits = TransportTraits.of(transport)
         self._tls = traits.tls
         self._sender = Sender(self.settings, self.transport, self._loop, traits)
+        self._loop_guard = lifetime.track(self)
         configure_socket(transport.get_extra_info("socket"), self.settings.tcp_timeout)
         # Called once, then dropped: the listener that passed it must not be
         # kept alive by its connections (nor be in a cycle through them).
@@ -175,6 +179,7 @@ class FramedProtocol(asyncio.BufferedProtocol):
         if self._lost_waiter is not None and not self._lost_waiter.done():
             self._lost_waiter.set_result(None)
         self.transport = None  # break the transport <-> protocol cycle
+        self._loop_guard = None
 
     # -- state helpers -----------------------------------------------------------
 
@@ -399,3 +404,20 @@ class FramedProtocol(asyncio.BufferedProtocol):
             self._abort_handle = loop.call_soon(transport.abort)
         else:
             transport.abort()
+
+    def close_at_loop_shutdown(self) -> None:
+        """Abort at once: the event loop is shutting down (asynciocomm.lifetime),
+        so no later iteration would hand anything more to the kernel."""
+        transport = self.transport
+        if transport is None:
+            return
+        # Even a transport that is closing still holds its handle while it
+        # flushes: abort it too.
+        self._closing = True
+        if self._sender is not None:
+            self._sender.abort()
+        self._wake_reader()
+        if self._abort_handle is not None:
+            self._abort_handle.cancel()
+            self._abort_handle = None
+        transport.abort()
