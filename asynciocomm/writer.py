@@ -189,6 +189,7 @@ class Sender:
         self._chunk_large = traits.chunk_large
         self._chunk_until_empty = traits.chunk_until_empty
         self._chunk = TLS_WRITE_CHUNK if traits.tls else LARGE_WRITE_CHUNK
+        self._zero_high = 1 if traits.tls else 0
         self._paused = False  # the transport is above its high-water mark
         self._broken = False  # aborted or lost: nothing more is sent
         self._finishing = False  # close() is waiting for everything to leave
@@ -346,8 +347,11 @@ class Sender:
             self._set_limits_zero(self._finishing)
 
     def _set_limits_zero(self, zero: bool) -> None:
-        """With high=low=0 the transport pauses us while it holds any byte and
-        resumes us once it holds none."""
+        """With these limits the transport pauses us while it holds any byte
+        and resumes us once it holds none. asyncio's TLS transport pauses at
+        ``size >= high``, so high=0 would pause it at 0 bytes too, with no
+        later call to resume it: high=1 there (its resume is at ``<= low``).
+        The socket transports pause at ``size > high``."""
         transport = self._transport
         if zero == self._limits_zero or transport is None or transport.is_closing():
             # A closing TLS transport has let go of its protocol already: it
@@ -355,7 +359,7 @@ class Sender:
             return
         self._limits_zero = zero
         if zero:
-            transport.set_write_buffer_limits(high=0, low=0)
+            transport.set_write_buffer_limits(high=self._zero_high, low=0)
         else:
             transport.set_write_buffer_limits(high=self._high, low=self._low)
 
