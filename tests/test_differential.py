@@ -42,7 +42,7 @@ async def test_stock_is_deterministic(pair: str, seq: Sequence, certs: Certs) ->
 
 
 @pytest.mark.parametrize("pair", ["plain", "tls"])
-@_settings(50)
+@_settings(30)
 @given(seq=sequences(open_bugs=OPEN_BUGS))
 # Stock says closed() True here with a message unread (compare.SAFER).
 @example(seq=Sequence("plain", (Write("A"), Write("A"), Read("B"), Close("A"))))

@@ -30,8 +30,11 @@ SIDES: tuple[Side, Side] = ("A", "B")
 SETUPS = ("plain", "stop", "ctx")
 #: Message kinds (see :func:`make_message`). ``strided``: a buffer that is not
 #: C-contiguous, from a custom serializer. ``large-after-X``: a value of kind X,
-#: then an array above distributed's offload threshold (the message is
-#: serialized in a thread); ``large-then-to-pickle``: the other order.
+#: then a buffer above distributed's offload threshold (the message is
+#: serialized in a thread); ``large-then-to-pickle``: the other order. The
+#: buffer is bytes, not a NumPy array: asynciocomm serializes copy-free arrays
+#: on the loop whatever their size (RELIABILITY.md), so an array would not
+#: exercise the offload.
 KINDS = ("dict", "list", "str", "array", "frames", "serialized", "bytes", "strided",
          "large-after-to-pickle", "large-after-pickled", "large-after-serialized",
          "large-after-set", "large-then-to-pickle")
@@ -198,7 +201,8 @@ def make_message(kind: str, size: int, seq: int) -> Any:
     if kind == "str":
         return f"message {seq}"
     if kind.startswith("large-"):
-        big = to_serialize((np.arange(large_size(), dtype=np.uint64) + seq).astype(np.uint8))
+        big = to_serialize((np.arange(large_size(), dtype=np.uint64) + seq)
+                           .astype(np.uint8).tobytes())
         first = {"large-after-to-pickle": ToPickle(np.arange(100.0) + seq),
                  "large-after-pickled": Pickled({"pickled-obj": pickle.dumps(seq)}, []),
                  "large-after-serialized": Serialized(*serialize(b"s%d" % seq)),
