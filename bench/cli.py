@@ -10,7 +10,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from bench.common.options import (CLUSTER_BOUNDS, COMM_BOUNDS, COMM_PARTS, BenchError,
+from asynciocomm_bench.common.options import (CLUSTER_BOUNDS, COMM_BOUNDS, COMM_PARTS, BenchError,
                                   available_default_schemes, bulk_bounds, check_loops,
                                   check_schemes)
 
@@ -21,8 +21,8 @@ SUBCOMMANDS = ("comm", "cluster", "profile", "report", "quick", "all")
 #: TLS schemes too, take up to 30 min: comm up to 8 min for its 3 repetitions
 #: (385 s on 2026-12-02), cluster 3 repetitions of 4.5-6 min (a 1560 s deadline
 #: stopped it at 2 that day), profile about 3 min. The scale part
-#: (``bench.scale.cli.ALL_PRESET``, 11-14 min) and the multi-homed check follow,
-#: after the gc part (``bench.gc.suite.PRESETS["all"]``, about 12 min).
+#: (``asynciocomm_bench.scale.cli.ALL_PRESET``, 11-14 min) and the multi-homed check follow,
+#: after the gc part (``asynciocomm_bench.gc.suite.PRESETS["all"]``, about 12 min).
 ALL_DEADLINE_S = 1800.0
 PROFILE_RESERVE_S = 180.0
 
@@ -42,7 +42,7 @@ def _gcs(text: str) -> list[bool]:
 
 def _report_input(text: str) -> tuple[Path, tuple[str, ...] | None]:
     """``PATH`` or ``PATH:SECTION,...`` (the sections of that run to take)."""
-    from bench.common.results import SECTIONS
+    from asynciocomm_bench.common.results import SECTIONS
 
     path, sep, names = text.rpartition(":")
     if not sep or not names or not set(_csv(names)) <= set(SECTIONS):
@@ -74,13 +74,13 @@ def _sizes(text: str) -> dict[int, tuple[int, float]]:
 def commands() -> dict[str, ModuleType]:
     """The subcommands with a module of their own: each has ``add_parser(subparsers)``
     and ``run(args) -> Path``. A new one is one import and one entry here."""
-    from bench import upstream
-    from bench.ab import cli as ab
-    from bench.comm import between, calls
-    from bench.gc import cli as gc
-    from bench.reliability import differential, suite as reliability
-    from bench.scale import cli as scale
-    from bench.workloads import cli as workloads
+    from asynciocomm_bench import upstream
+    from asynciocomm_bench.ab import cli as ab
+    from asynciocomm_bench.comm import between, calls
+    from asynciocomm_bench.gc import cli as gc
+    from asynciocomm_bench.reliability import differential, suite as reliability
+    from asynciocomm_bench.scale import cli as scale
+    from asynciocomm_bench.workloads import cli as workloads
 
     return {"reliability": reliability, "calls": calls, "differential": differential,
             "scale": scale, "between": between, "gc": gc, "workloads": workloads,
@@ -200,11 +200,11 @@ def _replace(bounds: Any, **kw: Any) -> Any:
 def render_markdown(doc: dict[str, Any], pl: dict[str, list[str]], out: Path,
                     no_plots: bool) -> str:
     """The report of a document, its ``gc`` section (with its plots) last."""
-    from bench.report import markdown
+    from asynciocomm_bench.report import markdown
 
     md = markdown.render(doc, pl)
     if doc.get("gc"):
-        from bench.gc import report as gc_report
+        from asynciocomm_bench.gc import report as gc_report
 
         md += "\n" + gc_report.render(doc["gc"], [] if no_plots
                                         else gc_report.plots(doc, out))
@@ -213,8 +213,8 @@ def render_markdown(doc: dict[str, Any], pl: dict[str, list[str]], out: Path,
 
 def run(args: argparse.Namespace) -> Path:
     """Run a subcommand; returns the output directory."""
-    from bench.common import environment, results
-    from bench.report import plots
+    from asynciocomm_bench.common import environment, results
+    from asynciocomm_bench.report import plots
 
     own = commands().get(args.cmd)
     if own is not None:
@@ -250,12 +250,12 @@ def run(args: argparse.Namespace) -> Path:
     started = time.monotonic()
     with environment.LoadSampler() as load:
         if args.cmd in ("comm", "quick", "all"):
-            from bench.comm.suite import run_comm
+            from asynciocomm_bench.comm.suite import run_comm
 
             doc["comm"] = run_comm(schemes, loops, comm_b, refs=args.refs, quiet=args.quiet,
                                    cpu_thread=args.cpu_thread)
         if args.cmd in ("cluster", "quick", "all"):
-            from bench.cluster.suite import run_cluster
+            from asynciocomm_bench.cluster.suite import run_cluster
 
             if args.cmd == "all":
                 left = ALL_DEADLINE_S - (time.monotonic() - started) - PROFILE_RESERVE_S
@@ -263,7 +263,7 @@ def run(args: argparse.Namespace) -> Path:
             cl_schemes = part_schemes(args.cmd, schemes)
             doc["cluster"] = run_cluster(cl_schemes, loops, clus_b, gcs, quiet=args.quiet)
         if args.cmd in ("profile", "all"):
-            from bench.profile.suite import run_profile
+            from asynciocomm_bench.profile.suite import run_profile
 
             tasks = args.tasks or {"full": 30000, "quick": 5000, "smoke": 300}[size]
             pr_schemes = part_schemes(args.cmd, schemes)
@@ -272,15 +272,15 @@ def run(args: argparse.Namespace) -> Path:
             doc["profile"] = run_profile(pr_schemes, pr_loops, clus_b, pr_gcs, tasks, out,
                                          native=not args.no_native, quiet=args.quiet)
         if args.cmd == "all":
-            from bench.gc import cli as gc_cli
-            from bench.gc.suite import PRESETS as GC_PRESETS
+            from asynciocomm_bench.gc import cli as gc_cli
+            from asynciocomm_bench.gc.suite import PRESETS as GC_PRESETS
 
             doc["gc"] = gc_cli.run_section(
                 [s for s in schemes if s in ("tcp", "asyncio")] or schemes, loops,
                 GC_PRESETS["all" if size == "full" else "smoke"], [False, True],
                 quiet=args.quiet)
         if args.cmd == "all" and not args.no_scale:
-            from bench.scale import cli as scale
+            from asynciocomm_bench.scale import cli as scale
 
             preset = scale.ALL_PRESET if size == "full" else scale.PRESETS["smoke"]
             doc.update(scale.run_sections(schemes, loops, preset, out, quiet=args.quiet))

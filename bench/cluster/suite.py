@@ -19,14 +19,14 @@ from typing import Any
 
 import psutil
 
-from bench.cluster import workloads
-from bench.cluster.procs import LocalCluster
-from bench.common.loops import run_on_loop
-from bench.common.options import (REFERENCE_SCHEME, ClusterBounds, is_tls, over_budget,
+from asynciocomm_bench.cluster import workloads
+from asynciocomm_bench.cluster.procs import LocalCluster
+from asynciocomm_bench.common.loops import run_on_loop
+from asynciocomm_bench.common.options import (REFERENCE_SCHEME, ClusterBounds, is_tls, over_budget,
                                   reference_loop, stock_peer, stock_scheme)
-from bench.common.progress import Bar
-from bench.common.stats import summarize
-from bench.common.tlsfiles import TLSFiles, make_tls_files
+from asynciocomm_bench.common.progress import Bar
+from asynciocomm_bench.common.stats import summarize
+from asynciocomm_bench.common.tlsfiles import TLSFiles, make_tls_files
 
 STATS = {
     "tps": ("throughput", "tasks/s", True),

@@ -12,15 +12,15 @@ import time
 import traceback
 from typing import Any
 
-from bench.comm import drivers, references
-from bench.common import measure
-from bench.common.loops import run_on_loop, running_loop_class
-from bench.common.options import (REFERENCE_SCHEME, CommBounds, is_tls, over_budget,
+from asynciocomm_bench.comm import drivers, references
+from asynciocomm_bench.common import measure
+from asynciocomm_bench.common.loops import run_on_loop, running_loop_class
+from asynciocomm_bench.common.options import (REFERENCE_SCHEME, CommBounds, is_tls, over_budget,
                                   reference_loop, stock_peer, stock_scheme)
-from bench.common.progress import Bar
-from bench.comm.serverproc import ServerProcess
-from bench.common.stats import summarize
-from bench.common.tlsfiles import TLSFiles, make_tls_files
+from asynciocomm_bench.common.progress import Bar
+from asynciocomm_bench.comm.serverproc import ServerProcess
+from asynciocomm_bench.common.stats import summarize
+from asynciocomm_bench.common.tlsfiles import TLSFiles, make_tls_files
 
 
 @dataclasses.dataclass(frozen=True)

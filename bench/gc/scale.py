@@ -1,6 +1,6 @@
 """``gc --scale-workers W,...``: the collector at 64 and 256 workers on separate hosts.
 
-Each cluster is a scale cluster (:mod:`bench.scale.runner`: a scheduler host,
+Each cluster is a scale cluster (:mod:`asynciocomm_bench.scale.runner`: a scheduler host,
 a client host and worker hosts in network namespaces, or loopback when they
 cannot be made). The driver runs the map workload with the probe in timing
 mode (as every ``scale`` run does), then once more in attribution mode. With
@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common.progress import Bar
-from bench.gc import metrics
-from bench.gc.suite import error_entry, label, order_configs
+from asynciocomm_bench.common.progress import Bar
+from asynciocomm_bench.gc import metrics
+from asynciocomm_bench.gc.suite import error_entry, label, order_configs
 
 #: Hosts of worker processes: W/4 workers each, as the scale bench's ``full``.
 HOSTS = 4
@@ -26,11 +26,11 @@ def run_scale(schemes: list[str], loops: list[str], workers: list[int], drafts: 
               quiet: bool = False) -> tuple[list[dict[str, Any]], dict[str, Any],
                                             list[dict[str, Any]], dict[str, Any]]:
     """Samples, details, errors and the network note of the scale part."""
-    from bench.scale import netns
-    from bench.scale.graphs import Sizes
-    from bench.scale.runner import RunBounds, run_cluster
-    from bench.scale.suite import host_names
-    from bench.scale.tlshosts import make_host_tls
+    from asynciocomm_bench.scale import netns
+    from asynciocomm_bench.scale.graphs import Sizes
+    from asynciocomm_bench.scale.runner import RunBounds, run_cluster
+    from asynciocomm_bench.scale.suite import host_names
+    from asynciocomm_bench.scale.tlshosts import make_host_tls
 
     configs = order_configs(schemes, loops, drafts)
     sizes = Sizes(map=tasks, wide=0, tree=0, shuffle=0, graph_width=0)

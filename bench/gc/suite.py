@@ -3,7 +3,7 @@
 Each repetition starts, for every scheme@loop, with and without the draft, a
 fresh local cluster (a scheduler and ``workers`` worker processes), runs a
 warm-up map, then the measured map of ``tasks`` tasks twice: once with
-:mod:`bench.gc.probe` in ``timing`` mode (collections, GC CPU, pauses), once in
+:mod:`asynciocomm_bench.gc.probe` in ``timing`` mode (collections, GC CPU, pauses), once in
 ``attribution`` mode (the cyclic garbage, its cycles and who made them, the
 BatchedSend timeouts per batch). Configurations interleave, in reverse order
 on every other repetition, and every ratio is paired within a repetition.
@@ -19,13 +19,13 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from bench.cluster.procs import LocalCluster
-from bench.common.loops import run_on_loop
-from bench.common.options import is_tls, over_budget, stock_scheme
-from bench.common.progress import Bar
-from bench.common.stats import summarize
-from bench.common.tlsfiles import TLSFiles, make_tls_files
-from bench.gc import metrics, probe
+from asynciocomm_bench.cluster.procs import LocalCluster
+from asynciocomm_bench.common.loops import run_on_loop
+from asynciocomm_bench.common.options import is_tls, over_budget, stock_scheme
+from asynciocomm_bench.common.progress import Bar
+from asynciocomm_bench.common.stats import summarize
+from asynciocomm_bench.common.tlsfiles import TLSFiles, make_tls_files
+from asynciocomm_bench.gc import metrics, probe
 
 #: The label suffix of a configuration run with the draft applied.
 DRAFT_TAG = "+0011"
@@ -110,7 +110,7 @@ def _ntasks(dask_scheduler: Any) -> int:
 async def measure(client: Any, tasks: int, timeout: float,
                   attribution: bool) -> dict[str, Any]:
     """One measured map of ``tasks`` tasks with the probe on the scheduler."""
-    from bench.scale import graphs
+    from asynciocomm_bench.scale import graphs
 
     await client.run_on_scheduler(probe.start, attribution=attribution)
     try:
@@ -127,7 +127,7 @@ async def measure_both(client: Any, tasks: int, warmup: int,
                        timeout: float) -> tuple[dict[str, float], dict[str, Any]]:
     """Warm up, then a timing run and an attribution run; the per-1,000-task
     values and the attribution's cycle kinds."""
-    from bench.scale import graphs
+    from asynciocomm_bench.scale import graphs
 
     await graphs.check_map(client, await graphs.submit_map(client, warmup))
     await _forget(client)
@@ -139,7 +139,7 @@ async def measure_both(client: Any, tasks: int, warmup: int,
 def run_one(scheme: str, loop: str, draft_path: str | None, bounds: GCBounds,
             tls: TLSFiles | None, workdir: Path) -> tuple[dict[str, float], dict[str, Any]]:
     """Start a cluster, measure it, stop it."""
-    from bench.cluster.suite import make_client, wait_workers
+    from asynciocomm_bench.cluster.suite import make_client, wait_workers
 
     with _Cluster(scheme, loop, bounds.workers, bounds.threads, workdir,
                   tls if is_tls(scheme) else None, bounds.start_timeout_s,
@@ -173,7 +173,7 @@ def run_gc(schemes: list[str], loops: list[str], bounds: GCBounds, *,
            scale_tasks: int = 20_000) -> dict[str, Any]:
     """Run the suite and return its JSON section ``gc``: the local cluster
     (unless not ``local``), then the scale clusters of ``scale_workers``."""
-    from bench.gc import draft as drafting
+    from asynciocomm_bench.gc import draft as drafting
 
     configs = order_configs(schemes, loops, drafts)
     labels = [label(*c) for c in configs]
@@ -209,7 +209,7 @@ def run_gc(schemes: list[str], loops: list[str], bounds: GCBounds, *,
                 reps_done = rep + 1
         extra: dict[str, Any] = {"bounds": dataclasses.asdict(bounds) if local else {}}
         if scale_workers:
-            from bench.gc import scale
+            from asynciocomm_bench.gc import scale
 
             more, det, errs, net = scale.run_scale(
                 schemes, loops, scale_workers, drafts, bounds.reps, scale_tasks, tree,

@@ -98,8 +98,8 @@ def ratio_plots(doc: dict[str, Any], name: str, outdir: Path) -> list[str]:
     > 1 is better)."""
     from matplotlib import ticker
 
-    from bench.common.stats import by_config, compare
-    from bench.report.ratios import peers
+    from asynciocomm_bench.common.stats import by_config, compare
+    from asynciocomm_bench.report.ratios import peers
 
     sec = doc.get(name)
     if not sec:
@@ -139,7 +139,7 @@ def render_all(doc: dict[str, Any], outdir: str | Path) -> dict[str, list[str]]:
     """Write every plot into ``outdir``; returns file names per section."""
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
-    from bench.report import scale_plots
+    from asynciocomm_bench.report import scale_plots
 
     return {"comm": section_plots(doc, "comm", out),
             "cluster": section_plots(doc, "cluster", out),

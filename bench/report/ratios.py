@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.common.options import is_tls, stock_peer
-from bench.common.stats import MIN_PAIRS, Comparison, by_config, compare
+from asynciocomm_bench.common.options import is_tls, stock_peer
+from asynciocomm_bench.common.stats import MIN_PAIRS, Comparison, by_config, compare
 
 NOISE = "no measurable difference"
 

@@ -16,9 +16,9 @@ import math
 import statistics
 from typing import Any
 
-from bench.common.options import stock_scheme
-from bench.common.stats import Comparison, by_config, compare
-from bench.report.ratios import NOISE, cell
+from asynciocomm_bench.common.options import stock_scheme
+from asynciocomm_bench.common.stats import Comparison, by_config, compare
+from asynciocomm_bench.report.ratios import NOISE, cell
 
 
 def values(sec: dict[str, Any], config: str, metric: str) -> dict[str, Any] | None:

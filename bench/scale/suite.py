@@ -1,9 +1,9 @@
 """``scale``: many workers on separate hosts, stock comms against asynciocomm.
 
 One repetition starts, for every worker count W and every scheme@loop in turn,
-a fresh cluster (:mod:`bench.scale.runner`): a scheduler host, a client host and
+a fresh cluster (:mod:`asynciocomm_bench.scale.runner`): a scheduler host, a client host and
 up to ``hosts`` worker hosts, each a network namespace on one bridge
-(:mod:`bench.scale.netns`), or loopback when namespaces cannot be made. The
+(:mod:`asynciocomm_bench.scale.netns`), or loopback when namespaces cannot be made. The
 repetitions interleave every configuration, and each ratio against stock is
 paired within a repetition. In the last repetition, at the largest W, the map
 workload runs once more under py-spy on the scheduler, for every scheme@loop.
@@ -18,13 +18,13 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from bench.common.options import stock_scheme
-from bench.common.progress import Bar
-from bench.common.stats import summarize
-from bench.scale import categories, metrics, netns
-from bench.scale.graphs import Sizes
-from bench.scale.runner import RunBounds, run_cluster
-from bench.scale.tlshosts import make_host_tls
+from asynciocomm_bench.common.options import stock_scheme
+from asynciocomm_bench.common.progress import Bar
+from asynciocomm_bench.common.stats import summarize
+from asynciocomm_bench.scale import categories, metrics, netns
+from asynciocomm_bench.scale.graphs import Sizes
+from asynciocomm_bench.scale.runner import RunBounds, run_cluster
+from asynciocomm_bench.scale.tlshosts import make_host_tls
 
 @dataclasses.dataclass(frozen=True)
 class ScaleBounds:
@@ -156,7 +156,7 @@ def run_scale(schemes: list[str], loops: list[str], bounds: ScaleBounds, outdir:
 
 def _profile_entry(label: str, scheme: str, loop: str, workers: int,
                    prof: dict[str, Any]) -> dict[str, Any]:
-    from bench.profile import speedscope
+    from asynciocomm_bench.profile import speedscope
 
     path = Path(prof["speedscope"])
     entry: dict[str, Any] = {"config": label, "scheme": scheme, "loop": loop,

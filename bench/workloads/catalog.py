@@ -8,7 +8,7 @@ with it, with a floor that keeps the smallest scale (the tests') meaningful.
 
 Each one has three parts: ``run(client, p)``, the timed computation (it returns
 what ``answer`` needs); ``answer(client, handle, p)``, its fingerprint
-(:mod:`bench.workloads.answers`), untimed; and ``expected(p)``, the right answer,
+(:mod:`asynciocomm_bench.workloads.answers`), untimed; and ``expected(p)``, the right answer,
 from a closed form or from dask's local threaded scheduler on the same graph
 (task-based where the run uses P2P).
 """
@@ -19,7 +19,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from bench.workloads.answers import Answer
+from asynciocomm_bench.workloads.answers import Answer
 
 Params = dict[str, Any]
 
@@ -54,7 +54,7 @@ def scaled(base: float, scale: float, floor: int) -> int:
 
 def all_workloads() -> list[Workload]:
     """Every workload, in the report's order."""
-    from bench.workloads import arrays, frames, futures, stealing
+    from asynciocomm_bench.workloads import arrays, frames, futures, stealing
 
     return [*futures.WORKLOADS, *arrays.WORKLOADS, *frames.WORKLOADS,
             *stealing.WORKLOADS]
@@ -62,7 +62,7 @@ def all_workloads() -> list[Workload]:
 
 def select(names: list[str] | None) -> list[Workload]:
     """The named workloads in catalog order (all when ``names`` is empty)."""
-    from bench.common.options import BenchError
+    from asynciocomm_bench.common.options import BenchError
 
     every = all_workloads()
     if not names:

@@ -2,7 +2,7 @@
 
 For every event loop and security (plain: ``tcp`` against ``asyncio``; TLS:
 ``tls`` against ``asyncio+tls``) and every pair, one driver process
-(:mod:`bench.workloads.driver`) runs each workload on both comms, one after the
+(:mod:`asynciocomm_bench.workloads.driver`) runs each workload on both comms, one after the
 other, on fresh clusters: the stock comm first in even pairs and asynciocomm
 first in odd ones, shifted by one from each workload to the next (ABBA), so that
 a drift of the machine's load favours neither. The pairs are the outer loop, so
@@ -22,13 +22,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common.options import over_budget
-from bench.common.progress import Bar
-from bench.common.stats import summarize
-from bench.common.tlsfiles import make_tls_files
-from bench.workloads import plans
-from bench.workloads.answers import Answer, differences
-from bench.workloads.catalog import Workload
+from asynciocomm_bench.common.options import over_budget
+from asynciocomm_bench.common.progress import Bar
+from asynciocomm_bench.common.stats import summarize
+from asynciocomm_bench.common.tlsfiles import make_tls_files
+from asynciocomm_bench.workloads import plans
+from asynciocomm_bench.workloads.answers import Answer, differences
+from asynciocomm_bench.workloads.catalog import Workload
 
 #: The statistics of every workload: (metric suffix, title, unit).
 STATS = (("wall_s", "wall time", "s"),
@@ -138,8 +138,8 @@ class Checker:
 def profile_runs(wls: list[Workload], opts: Options, groups: list[tuple[str, bool]],
                  tls_files: Any, outdir: Path, workdir: Path, bar: Bar) -> list[dict[str, Any]]:
     """One run of each workload and comm under py-spy, and the scheduler's
-    event-loop thread ("IO loop") per category (:mod:`bench.profile.speedscope`)."""
-    from bench.profile import speedscope
+    event-loop thread ("IO loop") per category (:mod:`asynciocomm_bench.profile.speedscope`)."""
+    from asynciocomm_bench.profile import speedscope
 
     out = []
     for loop, tls in groups:

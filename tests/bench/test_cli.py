@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench import cli
+from asynciocomm_bench import cli
 
 
 def test_unknown_scheme_is_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -42,8 +42,8 @@ def test_all_runs_tls_in_its_cluster_and_profile_parts_and_scale() -> None:
 def test_more_repetitions_than_the_presets_get_a_budget_to_match() -> None:
     """--reps 6 of a 3-repetition preset doubles its time budget, so that the
     budget does not stop the run at the preset's count; fewer keep it."""
-    from bench.cli import _with_reps
-    from bench.common.options import CLUSTER_BOUNDS, COMM_BOUNDS
+    from asynciocomm_bench.cli import _with_reps
+    from asynciocomm_bench.common.options import CLUSTER_BOUNDS, COMM_BOUNDS
 
     full = COMM_BOUNDS["full"]
     assert _with_reps(full, None) is full

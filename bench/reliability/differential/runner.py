@@ -30,7 +30,7 @@ from typing import Any
 from distributed.comm import connect, listen
 from distributed.comm.core import Comm, CommClosedError, FatalCommClosedError
 
-from bench.reliability.differential.ops import (SIDES, WRITERS_LARGE, Abort, CancelRead,
+from asynciocomm_bench.reliability.differential.ops import (SIDES, WRITERS_LARGE, Abort, CancelRead,
                                                 CancelWrite, Close, DoubleRead, Model, Op,
                                                 Read, Reset, Sequence, Write, Writers,
                                                 WritesThenClose, make_message, op_text,

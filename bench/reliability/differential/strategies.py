@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from bench.reliability.differential.ops import (KINDS, SETUPS, SIDES, Abort, CancelRead,
+from asynciocomm_bench.reliability.differential.ops import (KINDS, SETUPS, SIDES, Abort, CancelRead,
                                                 CancelWrite, Close, DoubleRead, Model, Op,
                                                 Read, Reset, Sequence, Write, Writers,
                                                 WritesThenClose)

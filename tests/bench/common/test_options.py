@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.common.options import (COMM_BOUNDS, FULL_BULK, BenchError, bulk_bounds, check_loops,
+from asynciocomm_bench.common.options import (COMM_BOUNDS, FULL_BULK, BenchError, bulk_bounds, check_loops,
                                   check_schemes, is_tls)
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bench.common.results import load
-from bench.common.stats import Comparison
-from bench.report import ratios
+from asynciocomm_bench.common.results import load
+from asynciocomm_bench.common.stats import Comparison
+from asynciocomm_bench.report import ratios
 
 RESULTS = Path(__file__).resolve().parents[3] / "bench" / "results" / "results.json"
 
