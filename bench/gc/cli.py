@@ -20,14 +20,11 @@ import datetime
 from pathlib import Path
 from typing import Any
 
+from asynciocomm_bench.common.cliargs import csv
 from asynciocomm_bench.common.options import available_default_schemes, check_loops, check_schemes
 from asynciocomm_bench.gc.suite import PRESETS, GCBounds
 
 DRAFTS = {"both": [False, True], "off": [False], "on": [True]}
-
-
-def _csv(text: str) -> list[str]:
-    return [t.strip() for t in text.split(",") if t.strip()]
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -36,9 +33,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "gc", help="the scheduler's garbage collector per 1,000 tasks, with and "
                    "without the BatchedSend draft",
         description=" ".join(__doc__.split("\n\n")[0].split()))
-    p.add_argument("--schemes", type=_csv, default=None,
+    p.add_argument("--schemes", type=csv, default=None,
                    help="comma-separated schemes (default: tcp, tls, asyncio, asyncio+tls)")
-    p.add_argument("--loops", type=_csv, default=None,
+    p.add_argument("--loops", type=csv, default=None,
                    help="comma-separated loops (default: asyncio, uvloop)")
     p.add_argument("--size", choices=tuple(PRESETS), default="full",
                    help="preset of sizes and repetitions")
@@ -47,7 +44,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=None, help="worker processes")
     p.add_argument("--draft", choices=tuple(DRAFTS), default="both",
                    help="run with patches/0011 applied: both (default), off or on")
-    p.add_argument("--scale-workers", type=lambda t: [int(x) for x in _csv(t)], default=None,
+    p.add_argument("--scale-workers", type=lambda t: [int(x) for x in csv(t)], default=None,
                    help="also run scale clusters (network namespaces) of these worker "
                         "counts, e.g. 64,256 (heavy: minutes per cluster)")
     p.add_argument("--scale-tasks", type=int, default=20_000,

@@ -21,7 +21,9 @@ import datetime
 from pathlib import Path
 from typing import Any
 
-from asynciocomm_bench.common.options import BenchError, available_default_schemes, check_loops, check_schemes
+from asynciocomm_bench.common.cliargs import csv
+from asynciocomm_bench.common.options import (BenchError, available_default_schemes,
+                                              check_loops, check_schemes)
 from asynciocomm_bench.scale.graphs import Sizes
 from asynciocomm_bench.scale.runner import RunBounds
 from asynciocomm_bench.scale.suite import ScaleBounds
@@ -55,13 +57,9 @@ ALL_PRESET = dataclasses.replace(
     budget_s=1500.0)
 
 
-def _csv(text: str) -> list[str]:
-    return [t.strip() for t in text.split(",") if t.strip()]
-
-
 def _ints(text: str) -> list[int]:
     try:
-        return [int(t) for t in _csv(text)]
+        return [int(t) for t in csv(text)]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
 
@@ -89,9 +87,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "scale", help="many workers on separate hosts (network namespaces), over TLS too",
         description=" ".join(__doc__.split("\n\n")[0].split()))
-    p.add_argument("--schemes", type=_csv, default=None,
+    p.add_argument("--schemes", type=csv, default=None,
                    help="comma-separated schemes (default: tcp, tls, asyncio, asyncio+tls)")
-    p.add_argument("--loops", type=_csv, default=None,
+    p.add_argument("--loops", type=csv, default=None,
                    help="comma-separated loops (default: asyncio, uvloop)")
     p.add_argument("--size", choices=tuple(PRESETS), default="full",
                    help="preset of worker counts, sizes and time bounds")
