@@ -14,21 +14,19 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import tempfile
-import time
-import traceback
 from pathlib import Path
 from typing import Any
 
 from asynciocomm_bench.cluster.procs import LocalCluster
 from asynciocomm_bench.common.loops import run_on_loop
-from asynciocomm_bench.common.options import is_tls, over_budget, stock_scheme
+from asynciocomm_bench.common.options import is_tls, stock_scheme
 from asynciocomm_bench.common.progress import Bar
 from asynciocomm_bench.common.stats import summarize
+from asynciocomm_bench.common.sweep import Sweep
 from asynciocomm_bench.common.tlsfiles import TLSFiles, make_tls_files
 from asynciocomm_bench.gc import metrics, probe
+from asynciocomm_bench.gc.configs import label, order_configs
 
-#: The label suffix of a configuration run with the draft applied.
-DRAFT_TAG = "+0011"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,8 +48,8 @@ PRESETS: dict[str, GCBounds] = {
     "full": GCBounds(reps=3, workers=4, threads=1, tasks=20_000),
     "quick": GCBounds(reps=3, workers=4, threads=1, tasks=5_000, budget_s=900.0),
     # Inside ``all``: plain tcp and asyncio, both loops, with and without the
-    # draft: 24 clusters. With 5,000-task maps the record's took 46 s each (24 in
-    # 18.5 min, 2026-12-03); with 2,000 tasks, about 30 s: about 12 minutes.
+    # draft: 24 clusters. 2,000-task maps keep a cluster near 30 s (a 5,000-task
+    # one is half as long again), so that the part fits in about 12 minutes.
     "all": GCBounds(reps=3, workers=4, threads=1, tasks=2_000, budget_s=900.0),
     "smoke": GCBounds(reps=1, workers=2, threads=1, tasks=500, warmup=100, budget_s=300.0),
 }
@@ -82,18 +80,6 @@ class _Cluster(LocalCluster):
             self.env["PYTHONPATH"] = os.pathsep.join(p for p in (self._pythonpath, rest) if p)
             self._pythonpath = None
         return super()._popen(args, name)
-
-
-def order_configs(schemes: list[str], loops: list[str], drafts: list[bool]) -> list[
-        tuple[str, str, bool]]:
-    """(scheme, loop, draft), each stock comm right before the asynciocomm one."""
-    ordered = sorted(schemes, key=lambda s: (stock_scheme(s), s != stock_scheme(s)))
-    return [(s, lp, d) for lp in loops for d in drafts for s in ordered]
-
-
-def label(scheme: str, loop: str, draft: bool) -> str:
-    """``scheme@loop``, with :data:`DRAFT_TAG` when the draft is applied."""
-    return f"{scheme}@{loop}{DRAFT_TAG if draft else ''}"
 
 
 async def _forget(client: Any) -> None:
@@ -160,13 +146,6 @@ def run_one(scheme: str, loop: str, draft_path: str | None, bounds: GCBounds,
                                f"{cluster.log_tail('scheduler', 5)}") from exc
 
 
-def error_entry(rep: int, config: str, exc: BaseException, **extra: Any) -> dict[str, Any]:
-    """The result document's record of a failed cluster."""
-    return {"rep": rep, "config": config, **extra,
-            "error": f"{type(exc).__name__}: {exc}"[:2000],
-            "traceback": traceback.format_exc(limit=6)}
-
-
 def run_gc(schemes: list[str], loops: list[str], bounds: GCBounds, *,
            drafts: list[bool], quiet: bool = False, local: bool = True,
            scale_workers: list[int] | None = None,
@@ -178,19 +157,14 @@ def run_gc(schemes: list[str], loops: list[str], bounds: GCBounds, *,
     configs = order_configs(schemes, loops, drafts)
     labels = [label(*c) for c in configs]
     samples: list[dict[str, Any]] = []
-    errors: list[dict[str, Any]] = []
     details: dict[str, list[dict[str, Any]]] = {}
-    started = time.monotonic()
-    reps_done, truncated = 0, False
+    sweep = Sweep("gc", bounds.reps if local else 0, bounds.budget_s)
+    errors = sweep.errors
     with tempfile.TemporaryDirectory(prefix="asynciocomm-bench-gc-") as tmp:
         tls = make_tls_files(Path(tmp) / "tls") if any(is_tls(s) for s in schemes) else None
         tree = str(drafting.patched_tree(Path(tmp) / "draft")) if any(drafts) else None
         with Bar(bounds.reps * len(configs) if local else 0, "gc", quiet) as bar:
-            for rep in range(bounds.reps if local else 0):
-                if over_budget(started, rep, bounds.budget_s):
-                    truncated = True
-                    bar.log(f"gc: time budget reached after {rep} repetitions")
-                    break
+            for rep in sweep.repetitions(bar.log):
                 pairs = list(zip(configs, labels))
                 for (scheme, loop, d), lab in (pairs if rep % 2 == 0 else pairs[::-1]):
                     bar.describe(f"rep {rep + 1}/{bounds.reps} {lab}")
@@ -198,7 +172,7 @@ def run_gc(schemes: list[str], loops: list[str], bounds: GCBounds, *,
                         values, det = run_one(scheme, loop, tree if d else None, bounds,
                                               tls, Path(tmp) / f"{lab}-{rep}")
                     except Exception as exc:
-                        errors.append(error_entry(rep, lab, exc))
+                        sweep.failed(rep, lab, exc, cut=2000)
                         bar.log(f"gc {lab} failed: {str(exc)[:300]}", error=True)
                         bar.advance()
                         continue
@@ -206,7 +180,7 @@ def run_gc(schemes: list[str], loops: list[str], bounds: GCBounds, *,
                     details.setdefault(lab, []).append({"rep": rep, **det})
                     samples += [{"rep": rep, "config": lab, "metric": k, "value": float(v)}
                                 for k, v in values.items()]
-                reps_done = rep + 1
+        reps_done = sweep.reps_done
         extra: dict[str, Any] = {"bounds": dataclasses.asdict(bounds) if local else {}}
         if scale_workers:
             from asynciocomm_bench.gc import scale
@@ -220,8 +194,8 @@ def run_gc(schemes: list[str], loops: list[str], bounds: GCBounds, *,
             reps_done = max(reps_done, 1 + max((s["rep"] for s in more), default=-1))
             extra.update(scale_workers=scale_workers, scale_tasks=scale_tasks,
                          scale_hosts=scale.HOSTS, **net)
-    return section(configs, labels, samples, details, errors, reps_done, truncated,
-                   time.monotonic() - started, extra)
+    return section(configs, labels, samples, details, errors, reps_done, sweep.truncated,
+                   sweep.seconds(), extra)
 
 
 def section(configs: list[tuple[str, str, bool]], labels: list[str],

@@ -14,13 +14,13 @@ from __future__ import annotations
 import dataclasses
 import tempfile
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
 from asynciocomm_bench.common.options import stock_scheme
 from asynciocomm_bench.common.progress import Bar
 from asynciocomm_bench.common.stats import summarize
+from asynciocomm_bench.common.sweep import Sweep
 from asynciocomm_bench.scale import categories, metrics, netns
 from asynciocomm_bench.scale.graphs import Sizes
 from asynciocomm_bench.scale.runner import RunBounds, run_cluster
@@ -66,14 +66,13 @@ def run_scale(schemes: list[str], loops: list[str], bounds: ScaleBounds, outdir:
     labels = [f"{s}@{lp}" for s, lp in configs]
     names = bounds.sizes.names()
     samples: list[dict[str, Any]] = []
-    errors: list[dict[str, Any]] = []
     runs: list[dict[str, Any]] = []
     profiles: list[dict[str, Any]] = []
     loop_classes: dict[str, Any] = {}
     raw = outdir / "raw"
     raw.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    reps_done, truncated = 0, False
+    sweep = Sweep("scale", bounds.reps, bounds.budget_s)
+    errors = sweep.errors
     wmax = max(bounds.workers)
     total = bounds.reps * len(bounds.workers) * len(configs)
     with tempfile.TemporaryDirectory(prefix="asynciocomm-bench-scale-") as tmp, \
@@ -84,11 +83,7 @@ def run_scale(schemes: list[str], loops: list[str], bounds: ScaleBounds, outdir:
             log(f"scale: no network namespaces ({fallback}); every host is on loopback")
         tls = make_host_tls(Path(tmp) / "tls", {h: [x.address] for h, x in hosts.items()}) \
             if any(s.endswith("tls") for s in schemes) else None
-        for rep in range(bounds.reps):
-            if rep and (time.monotonic() - started) * (rep + 1) / rep > bounds.budget_s:
-                truncated = True
-                log(f"scale: time budget reached after {rep} repetitions")
-                break
+        for rep in sweep.repetitions(log):
             for w in bounds.workers:
                 for (scheme, loop), label in zip(configs, labels):
                     prof = None
@@ -106,9 +101,7 @@ def run_scale(schemes: list[str], loops: list[str], bounds: ScaleBounds, outdir:
                                           workloads=bounds.workloads_at(w))
                     except Exception as exc:
                         bar.advance()
-                        errors.append({"rep": rep, "config": label, "workers": w,
-                                       "error": f"{type(exc).__name__}: {exc}"[:2000],
-                                       "traceback": traceback.format_exc(limit=6)})
+                        sweep.failed(rep, label, exc, cut=2000, workers=w)
                         log(f"scale: {label} at {w} workers failed: {str(exc)[:300]}")
                         continue
                     bar.advance()
@@ -126,7 +119,6 @@ def run_scale(schemes: list[str], loops: list[str], bounds: ScaleBounds, outdir:
                                      "value": float(v)} for k, v in values.items()]
                     if out.get("profile"):
                         profiles.append(_profile_entry(label, scheme, loop, w, out["profile"]))
-            reps_done = rep + 1
     same_loop = {lab: f"{stock_scheme(s)}@{lp}" for (s, lp), lab in zip(configs, labels)}
     metric_meta = metrics.metrics_for(names, list(bounds.workers))
     return {
@@ -144,13 +136,13 @@ def run_scale(schemes: list[str], loops: list[str], bounds: ScaleBounds, outdir:
         "network": "loopback" if fallback else "namespaces",
         "network_note": fallback,
         "sizes": dataclasses.asdict(bounds.sizes),
-        "reps_done": reps_done,
-        "truncated": truncated,
+        "reps_done": sweep.reps_done,
+        "truncated": sweep.truncated,
         "runs": runs,
         "profiles": profiles,
         "loop_classes": loop_classes,
         "errors": errors,
-        "seconds": time.monotonic() - started,
+        "seconds": sweep.seconds(),
     }
 
 
