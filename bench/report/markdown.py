@@ -165,7 +165,7 @@ def render(doc: dict[str, Any], plots: dict[str, list[str]] | None = None) -> st
         out += ["## py-spy profile of the scheduler", "", _profile(doc["profile"]), ""]
         out += [f"![{p}]({p})" for p in plots.get("profile", [])]
     if doc.get("scale") or doc.get("multihome"):
-        from asynciocomm_bench.report import scale_markdown
+        from asynciocomm_bench.scale import markdown as scale_markdown
 
         out += ["", scale_markdown.render_doc(doc, plots.get("scale", []))]
     return "\n".join(out).rstrip() + "\n"

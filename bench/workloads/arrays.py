@@ -32,7 +32,7 @@ import math
 from typing import Any
 
 from asynciocomm_bench.workloads.answers import Answer, array_answer
-from asynciocomm_bench.workloads.catalog import SMALL, Params, Workload, identity_answer, scaled
+from asynciocomm_bench.workloads.workload import SMALL, Params, Workload, identity_answer, scaled
 
 MiB = 1 << 20
 

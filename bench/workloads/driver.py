@@ -39,7 +39,7 @@ from typing import Any
 
 RESULT_TAG = "WORKLOADS-RESULT "
 #: The warm-up runs the workload at this fraction of the measured scale, in its
-#: small form (:data:`asynciocomm_bench.workloads.catalog.SMALL`; each size has a floor):
+#: small form (:data:`asynciocomm_bench.workloads.workload.SMALL`; each size has a floor):
 #: enough to import and connect everything, a second or two.
 WARM_FRACTION = 0.05
 #: Polls (every 50 ms) for the scheduler to forget the warm-up's tasks.
@@ -86,9 +86,9 @@ def cluster_config(loop: str) -> dict[str, Any]:
 #: Imported by the forkserver that worker processes fork from, so that a fresh
 #: worker has them already: the first dataframe task of a fresh cluster took 2-3 s
 #: here without them, 0.4-0.7 s with them. distributed's own list is kept.
-FORKSERVER_PRELOAD = ["dask.array", "dask.dataframe", "pyarrow", "asynciocomm_bench.workloads.arrays",
-                      "asynciocomm_bench.workloads.frames", "asynciocomm_bench.workloads.futures",
-                      "asynciocomm_bench.workloads.stealing"]
+FORKSERVER_PRELOAD = ["dask.array", "dask.dataframe", "pyarrow",
+                      "asynciocomm_bench.workloads.arrays", "asynciocomm_bench.workloads.frames",
+                      "asynciocomm_bench.workloads.futures", "asynciocomm_bench.workloads.stealing"]
 
 
 def _preload_forkserver() -> None:

@@ -23,7 +23,7 @@ import datetime
 from typing import Any
 
 from asynciocomm_bench.workloads.answers import (DIGEST_META, Answer, digest_answer, frame_digest)
-from asynciocomm_bench.workloads.catalog import SMALL, Params, Workload, identity_answer, scaled
+from asynciocomm_bench.workloads.workload import SMALL, Params, Workload, identity_answer, scaled
 
 START = datetime.date(2020, 1, 1)
 

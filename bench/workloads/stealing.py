@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 from asynciocomm_bench.workloads.answers import Answer
-from asynciocomm_bench.workloads.catalog import Params, Workload, identity_answer, scaled
+from asynciocomm_bench.workloads.workload import Params, Workload, identity_answer, scaled
 
 #: The inhomogeneous delays are scaled from a cluster of 20 threads (mean delay
 #: 6.3 s, 500 tasks: 160 s) to 2 threads: 250 tasks in about 3 s.

@@ -27,7 +27,7 @@ from asynciocomm_bench.common.sweep import Sweep
 from asynciocomm_bench.common.tlsfiles import make_tls_files
 from asynciocomm_bench.workloads import plans
 from asynciocomm_bench.workloads.answers import Answer, differences
-from asynciocomm_bench.workloads.catalog import Workload
+from asynciocomm_bench.workloads.workload import Workload
 
 #: The statistics of every workload: (metric suffix, title, unit).
 STATS = (("wall_s", "wall time", "s"),

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from asynciocomm_bench.common.options import stock_scheme
-from asynciocomm_bench.report import scale_ratios as sr
+from asynciocomm_bench.scale import ratios as sr
 from asynciocomm_bench.scale.categories import COMM, FLAT
 from asynciocomm_bench.scale.metrics import STATS, metric_name
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from asynciocomm_bench.report.plots import _plt, stacked_shares
-from asynciocomm_bench.report import scale_ratios as sr
+from asynciocomm_bench.common.plotting import pyplot, stacked_shares
+from asynciocomm_bench.scale import ratios as sr
 from asynciocomm_bench.scale.metrics import STATS, metric_name
 
 #: Per-workload plots against W: scheduler process CPU and event-loop thread
@@ -20,7 +20,7 @@ MARKERS = {"asyncio": "o", "uvloop": "s"}
 
 def curve_plot(sec: dict[str, Any], workload: str, stat: str, outdir: Path) -> str | None:
     """One line per scheme@loop: the median of ``stat`` against W, with its range."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     drawn = False
     for cfg in sec["configs"]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from asynciocomm_bench.report import scale_markdown
+from asynciocomm_bench.scale import markdown as scale_markdown
 from asynciocomm_bench.scale.metrics import metric_name
 
 
