@@ -1,22 +1,20 @@
 """Processes of the reliability scenarios and what can be read of them:
-descriptor counts and memory from ``/proc``, recorded ResourceWarnings, and the
-handles of the subprocesses -- :class:`ListenerProcess` (``asynciocomm_bench.reliability.server``) and
-:class:`PeerProcess` (``asynciocomm_bench.reliability.peer``, killed for the SIGKILL faults).
+descriptor counts and memory from ``/proc``, and the handles of the
+subprocesses -- :class:`ListenerProcess` (``asynciocomm_bench.reliability.server``)
+and :class:`PeerProcess` (``asynciocomm_bench.reliability.peer``, killed for the
+SIGKILL faults).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
-import warnings
-from collections.abc import Iterator
 from typing import IO, Any
 
 from asynciocomm_bench.reliability.conn import TLSSpec
@@ -64,20 +62,6 @@ def reset_peak_rss(pid: int | str = "self") -> bool:
         return True
     except OSError:
         return False
-
-
-@contextlib.contextmanager
-def recorded_warnings() -> Iterator[list[warnings.WarningMessage]]:
-    """Record every ResourceWarning (and others) raised inside, after a gc."""
-    with warnings.catch_warnings(record=True) as rec:
-        warnings.simplefilter("always")
-        yield rec
-        gc.collect()
-        gc.collect()
-
-
-def resource_warnings(rec: list[warnings.WarningMessage]) -> list[str]:
-    return [str(w.message) for w in rec if issubclass(w.category, ResourceWarning)]
 
 
 # -- a listener in its own process ----------------------------------------------------

@@ -52,12 +52,6 @@ def metric_name(workload: str, workers: int, stat: str) -> str:
     return f"{workload}_w{workers}_{stat}"
 
 
-def split_metric(name: str) -> tuple[str, int, str]:
-    """(workload, workers, stat) of a :func:`metric_name`."""
-    workload, w, stat = name.split("_", 2)
-    return workload, int(w[1:]), stat
-
-
 def metrics_for(workloads: list[str], workers: list[int]) -> dict[str, dict[str, Any]]:
     """Metadata of every metric of a run."""
     out: dict[str, dict[str, Any]] = {}
