@@ -17,7 +17,7 @@ import pytest
 
 from asynciocomm_bench.reliability.conn import client_ssl_context, connect_args, roundtrip, serve
 from asynciocomm_bench.reliability.hostile import (HUGE_CLAIMS, RawPeer, header, hostile_inputs,
-                                      open_idle_sockets, socket_state)
+                                                   open_idle_sockets, socket_state)
 from asynciocomm_bench.reliability.procs import ListenerProcess
 from asynciocomm_bench.reliability.soak import soak_handler
 from tests.reliability._util import REL, eventually, hygiene, params, security, tls_spec

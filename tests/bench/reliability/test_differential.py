@@ -9,9 +9,9 @@ import pytest
 
 from asynciocomm_bench import cli
 from asynciocomm_bench.reliability.differential import compare
-from asynciocomm_bench.reliability.differential.ops import (ABORT_SAFE_BYTES, Abort, CancelRead, Close,
-                                                DoubleRead, Model, Read,
-                                                Sequence, Write)
+from asynciocomm_bench.reliability.differential.ops import (ABORT_SAFE_BYTES, Abort, CancelRead,
+                                                            Close, DoubleRead, Model, Read,
+                                                            Sequence, Write)
 from asynciocomm_bench.reliability.differential.runner import normalize
 
 
