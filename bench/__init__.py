@@ -1,14 +1,14 @@
 """asynciocomm-bench: A/B benchmarks of distributed comm backends.
 
-One subpackage per suite, each importing what they share from ``bench.common``:
+One subpackage per suite, each importing what they share from ``asynciocomm_bench.common``:
 
-- ``bench.comm``: comm level, with physical-limit references (``comm``, ``calls``);
-- ``bench.cluster``: scheduler-bound workloads on local clusters (``cluster``);
-- ``bench.profile``: py-spy on the scheduler (``profile``);
-- ``bench.reliability``: the long reliability runs (``reliability``);
-- ``bench.report``: the markdown report and plots of a result document (``report``).
+- ``asynciocomm_bench.comm``: comm level, with physical-limit references (``comm``, ``calls``);
+- ``asynciocomm_bench.cluster``: scheduler-bound workloads on local clusters (``cluster``);
+- ``asynciocomm_bench.profile``: py-spy on the scheduler (``profile``);
+- ``asynciocomm_bench.reliability``: the long reliability runs (``reliability``);
+- ``asynciocomm_bench.report``: the markdown report and plots of a result document (``report``).
 
-``bench.cli`` is the command line; ``quick`` (the default) and ``all`` combine suites.
+``asynciocomm_bench.cli`` is the command line; ``quick`` (the default) and ``all`` combine suites.
 """
 
 SCHEMA = "asynciocomm-bench/1"

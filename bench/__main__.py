@@ -2,7 +2,7 @@
 
 import sys
 
-from bench.cli import main
+from asynciocomm_bench.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 from distributed.protocol import Serialized, deserialize, serialize, to_serialize
-from bench.reliability.conn import echo  # noqa: F401  (shared echo handler)
+from asynciocomm_bench.reliability.conn import echo  # noqa: F401  (shared echo handler)
 
 WAIT = 60
 

@@ -1,11 +1,11 @@
-"""The differential harness in CI (``bench.reliability.differential``; the glue to
+"""The differential harness in CI (``asynciocomm_bench.reliability.differential``; the glue to
 the test variants is tests/differential/): sequences of operations on a connected
 pair run on the stock comm (the oracle) and on asynciocomm, plain and TLS, on both
 loops; their traces must agree.
 
 Fixed seed (``derandomize``) and bounded example counts: every CI run tries the
 same sequences. A failure prints the sequence as Python to replay with
-``bench.reliability.differential.runner.run_sequence``, the differences and the
+``asynciocomm_bench.reliability.differential.runner.run_sequence``, the differences and the
 traces.
 """
 
@@ -14,9 +14,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 
-from bench.reliability.differential.known import KNOWN, OPEN_BUGS
-from bench.reliability.differential.ops import Close, Read, Sequence, Write
-from bench.reliability.differential.strategies import sequences
+from asynciocomm_bench.reliability.differential.known import KNOWN, OPEN_BUGS
+from asynciocomm_bench.reliability.differential.ops import Close, Read, Sequence, Write
+from asynciocomm_bench.reliability.differential.strategies import sequences
 from tests.certs import Certs
 from tests.differential import PAIRS, check
 

@@ -21,7 +21,7 @@ from distributed.core import Server, rpc
 from distributed.utils import get_ip
 
 from asynciocomm.sockets.binding import bind_sockets, candidates
-from bench.reliability.conn import echo
+from asynciocomm_bench.reliability.conn import echo
 from tests.conformance.listening import NO_IPV6_PRELUDE, no_ipv6
 from tests.conftest import loop_env
 from tests.helpers_net import WAIT, RawPeer, roundtrip

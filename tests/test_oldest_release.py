@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.common import sdist
+from asynciocomm_bench.common import sdist
 
 pytestmark = pytest.mark.slow
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.common import sdist as sdists
+from asynciocomm_bench.common import sdist as sdists
 
 ROOT = Path(__file__).resolve().parent.parent
 PATCHES_DIR = ROOT / "patches"

@@ -34,7 +34,7 @@ def test_ci_runs_the_readme_test_command_verbatim() -> None:
 
 
 def test_bench_console_script_is_declared() -> None:
-    assert 'asynciocomm-bench = "bench.cli:main"' in _read("pyproject.toml")
+    assert 'asynciocomm-bench = "asynciocomm_bench.cli:main"' in _read("pyproject.toml")
     # Installed beside the interpreter running the tests (CI does not activate
     # the virtual environment, so PATH need not contain it).
     scripts = os.path.dirname(sys.executable)

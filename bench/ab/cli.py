@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.common.options import BenchError, check_loops
+from asynciocomm_bench.common.options import BenchError, check_loops
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``ab`` on an argparse subparsers object."""
-    from bench.ab import suite
+    from asynciocomm_bench.ab import suite
 
     p = subparsers.add_parser(
         "ab", help="your own script, stock comm against asynciocomm (ABBA pairs)",
@@ -38,9 +38,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> Path:
     """Run the pairs; write results.json, report.md, plots and the runs' logs."""
-    from bench.ab import suite
-    from bench.common import environment, results
-    from bench.report.publish import publish
+    from asynciocomm_bench.ab import suite
+    from asynciocomm_bench.common import environment, results
+    from asynciocomm_bench.report.publish import publish
 
     if args.pairs < 1:
         raise BenchError("ab: --pairs must be at least 1")

@@ -7,7 +7,7 @@ outside, through distributed's preload settings in the environment
 asynciocomm's side ``asynciocomm.preload`` comes first, which makes ``tcp://``
 and ``tls://`` use asynciocomm in every process that starts a scheduler,
 worker, nanny or client, before any of them opens a connection. Both sides also
-get :mod:`bench.ab.witness`, whose records prove, for every such object in
+get :mod:`asynciocomm_bench.ab.witness`, whose records prove, for every such object in
 every process, which comm classes it served and held; a run whose records do
 not show the expected comm everywhere (or show no scheduler, worker or client)
 counts as an error and gives no sample.
@@ -30,9 +30,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.ab.witness import WITNESS_DIR_ENV
-from bench.common.progress import Bar
-from bench.common.stats import summarize
+from asynciocomm_bench.ab.witness import WITNESS_DIR_ENV
+from asynciocomm_bench.common.progress import Bar
+from asynciocomm_bench.common.stats import summarize
 
 SIDES = ("stock", "asynciocomm")
 ROLES = ("scheduler", "worker", "client")
@@ -64,7 +64,7 @@ def preload_env(side: int) -> dict[str, str]:
     """The preload settings of one side, with the user's own preloads after ours."""
     import dask
 
-    ours = (["asynciocomm.preload"] if side else []) + ["bench.ab.witness"]
+    ours = (["asynciocomm.preload"] if side else []) + ["asynciocomm_bench.ab.witness"]
     env: dict[str, str] = {}
     for role in PRELOAD_ROLES:
         theirs = list(dask.config.get(f"distributed.{role}.preload", None) or [])

@@ -15,8 +15,8 @@ from typing import Any
 
 import yaml
 
-from bench.common.processes import ProcessGroup, stop_processes
-from bench.common.tlsfiles import TLSFiles
+from asynciocomm_bench.common.processes import ProcessGroup, stop_processes
+from asynciocomm_bench.common.tlsfiles import TLSFiles
 
 
 def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:

@@ -13,20 +13,20 @@ import dataclasses
 import gc
 import tempfile
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from bench.cluster import workloads
-from bench.cluster.procs import LocalCluster
-from bench.common.loops import run_on_loop
-from bench.common.options import (REFERENCE_SCHEME, ClusterBounds, is_tls, over_budget,
-                                  reference_loop, stock_peer, stock_scheme)
-from bench.common.progress import Bar
-from bench.common.stats import summarize
-from bench.common.tlsfiles import TLSFiles, make_tls_files
+from asynciocomm_bench.cluster import workloads
+from asynciocomm_bench.cluster.procs import LocalCluster
+from asynciocomm_bench.common.loops import run_on_loop
+from asynciocomm_bench.common.options import (REFERENCE_SCHEME, ClusterBounds, is_tls,
+                                              reference_loop, stock_peer, stock_scheme)
+from asynciocomm_bench.common.progress import Bar
+from asynciocomm_bench.common.stats import summarize
+from asynciocomm_bench.common.sweep import Sweep
+from asynciocomm_bench.common.tlsfiles import TLSFiles, make_tls_files
 
 STATS = {
     "tps": ("throughput", "tasks/s", True),
@@ -152,34 +152,25 @@ def run_cluster(schemes: list[str], loops: list[str], bounds: ClusterBounds,
     wls = workloads.build(sizes(bounds))
     metrics = metrics_for([w.name for w in wls], gcs)
     samples: list[dict[str, Any]] = []
-    errors: list[dict[str, Any]] = []
     loop_classes: dict[str, Any] = {}
-    started = time.monotonic()
-    reps_done, truncated = 0, False
+    sweep = Sweep("cluster", bounds.reps, bounds.budget_s)
     with tempfile.TemporaryDirectory(prefix="asynciocomm-bench-cluster-") as tmp:
         tls = make_tls_files(Path(tmp) / "tls") if any(is_tls(s) for s, _ in configs) else None
         total = bounds.reps * len(configs) * len(gcs) * len(wls)
         with Bar(total, "cluster", quiet) as bar:
-            for rep in range(bounds.reps):
-                if over_budget(started, rep, bounds.budget_s):
-                    truncated = True
-                    bar.log(f"cluster: time budget reached after {rep} repetitions")
-                    break
+            for rep in sweep.repetitions(bar.log):
                 for (scheme, loop), label in zip(configs, labels):
                     bar.describe(f"rep {rep + 1}/{bounds.reps} {label}")
                     try:
                         values, classes = run_one(scheme, loop, bounds, gcs, wls, tls,
                                                   Path(tmp) / f"{label}-{rep}", bar)
                     except Exception as exc:
-                        errors.append({"rep": rep, "config": label,
-                                       "error": f"{type(exc).__name__}: {exc}",
-                                       "traceback": traceback.format_exc(limit=6)})
+                        sweep.failed(rep, label, exc)
                         bar.log(f"cluster {label} failed: {str(exc)[:300]}", error=True)
                         continue
                     loop_classes[label] = classes
                     samples += [{"rep": rep, "config": label, "metric": k,
                                  "value": float(v)} for k, v in values.items()]
-                reps_done = rep + 1
     peers = {lab: stock_peer("comm", s, lp, is_tls(s)) for (s, lp), lab in zip(configs, labels)}
     same_loop = {lab: peer for lab, peer in peers.items() if peer in labels}
     reference = labels[0]
@@ -195,8 +186,8 @@ def run_cluster(schemes: list[str], loops: list[str], bounds: ClusterBounds,
         "workloads": {w.name: w.ntasks for w in wls},
         "bounds": dataclasses.asdict(bounds),
         "gc": ["on" if g else "off" for g in gcs],
-        "reps_done": reps_done,
-        "truncated": truncated,
-        "errors": errors,
-        "seconds": time.monotonic() - started,
+        "reps_done": sweep.reps_done,
+        "truncated": sweep.truncated,
+        "errors": sweep.errors,
+        "seconds": sweep.seconds(),
     }

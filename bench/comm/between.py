@@ -23,10 +23,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.common.options import BenchError, check_loops, check_schemes, is_tls
-from bench.common.stats import Comparison
-from bench.common.tlsfiles import make_tls_files
-from bench.report.ratios import cell
+from asynciocomm_bench.common.options import BenchError, check_loops, check_schemes, is_tls
+from asynciocomm_bench.common.stats import Comparison, cell
+from asynciocomm_bench.common.tlsfiles import make_tls_files
 
 PROBE = Path(__file__).with_name("probe.py")
 UNITS = {"ping": "round trips/s", "stream": "1 KiB messages/s", "bulk": "GiB/s",

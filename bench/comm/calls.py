@@ -35,9 +35,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from bench.common.loops import run_on_loop
-from bench.common.options import BenchError, check_loops, check_schemes, is_tls
-from bench.common.tlsfiles import make_tls_files
+from asynciocomm_bench.common.loops import run_on_loop
+from asynciocomm_bench.common.options import BenchError, check_loops, check_schemes, is_tls
+from asynciocomm_bench.common.tlsfiles import make_tls_files
 
 PING = {"op": "ping", "p": b"x" * 64}
 WARMUP = 200

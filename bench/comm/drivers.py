@@ -1,7 +1,7 @@
 """Client drivers for the async targets of ``comm``: dask comms and bare protocols.
 
 A driver hides how one connection pings, sends one-way messages and syncs,
-so that ``bench.common.measure`` runs the same loops against both.
+so that ``asynciocomm_bench.common.measure`` runs the same loops against both.
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from bench.comm import rawproto
+from asynciocomm_bench.comm import rawproto
 
 PING_PAYLOAD = b"x" * 64
 
 
 class CommDriver:
-    """Talks to ``bench.comm.server`` over ``distributed.comm.connect``."""
+    """Talks to ``asynciocomm_bench.comm.server`` over ``distributed.comm.connect``."""
 
     def __init__(self, address: str, connection_args: dict[str, Any]) -> None:
         self.address = address
@@ -58,7 +58,7 @@ class CommDriver:
 
 
 class RawAioDriver:
-    """Talks to the bare-protocol server with ``bench.comm.rawproto``."""
+    """Talks to the bare-protocol server with ``asynciocomm_bench.comm.rawproto``."""
 
     def __init__(self, address: str, ssl: Any = None) -> None:
         host, port = address.rsplit(":", 1)

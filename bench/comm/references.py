@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from bench.comm import rawproto
-from bench.common.measure import Usage, bulk_metrics, client_usage, warmup
-from bench.common.options import CommBounds
-from bench.common.stats import percentile
+from asynciocomm_bench.comm import rawproto
+from asynciocomm_bench.common.measure import Usage, bulk_metrics, client_usage, warmup
+from asynciocomm_bench.common.options import CommBounds
+from asynciocomm_bench.common.stats import percentile
 
 PING = rawproto.HDR.pack(64, rawproto.PING) + b"x" * 64
 
@@ -167,6 +167,6 @@ def proto_run(bounds: CommBounds) -> dict[str, float]:
     async def run() -> dict[str, float]:
         return {k: await cost(m) for k, m in msgs.items()}
 
-    from bench.common.loops import run_on_loop
+    from asynciocomm_bench.common.loops import run_on_loop
 
     return run_on_loop(run, "asyncio")

@@ -1,6 +1,6 @@
 """The server process of ``comm``: one fresh process per configuration.
 
-Run as ``python -m bench.comm.server '<json spec>'``. It prints one JSON
+Run as ``python -m asynciocomm_bench.comm.server '<json spec>'``. It prints one JSON
 line (address, loop class, pid) once listening, then answers commands read
 from stdin: ``rusage`` prints the process CPU seconds and minor page faults
 (RUSAGE_SELF, all threads) and the CPU seconds of the event-loop (main) thread
@@ -22,7 +22,7 @@ import threading
 import time
 from typing import Any
 
-from bench.comm import rawproto
+from asynciocomm_bench.comm import rawproto
 
 
 def _thread_cpu(ident: int | None) -> float:
@@ -84,7 +84,7 @@ def _command_thread(on_stop: Any) -> threading.Thread:
 def _ssl_context(spec: dict[str, Any]) -> Any:
     if not spec.get("tls"):
         return None
-    from bench.common.tlsfiles import TLSFiles
+    from asynciocomm_bench.common.tlsfiles import TLSFiles
 
     return TLSFiles(**spec["tls"]).security().get_listen_args("scheduler")["ssl_context"]
 
@@ -113,7 +113,7 @@ async def _handle_comm(comm: Any) -> None:
 
 
 async def _serve_async(spec: dict[str, Any]) -> None:
-    from bench.common.loops import running_loop_class
+    from asynciocomm_bench.common.loops import running_loop_class
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -123,7 +123,7 @@ async def _serve_async(spec: dict[str, Any]) -> None:
 
         args: dict[str, Any] = {}
         if spec.get("tls"):
-            from bench.common.tlsfiles import TLSFiles
+            from asynciocomm_bench.common.tlsfiles import TLSFiles
 
             args = TLSFiles(**spec["tls"]).security().get_listen_args("scheduler")
         listener = listen(f"{spec['scheme']}://127.0.0.1:0", _handle_comm,
@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> None:
     if spec["kind"] == "rawsock":
         _serve_rawsock(spec)
         return
-    from bench.common.loops import run_on_loop
+    from asynciocomm_bench.common.loops import run_on_loop
 
     run_on_loop(lambda: _serve_async(spec), spec["loop"])
 

@@ -1,4 +1,4 @@
-"""A ``bench.comm.server`` subprocess, stopped by PID in ``finally``."""
+"""A ``asynciocomm_bench.comm.server`` subprocess, stopped by PID in ``finally``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import tempfile
 import time
 from typing import Any
 
-from bench.common.measure import Usage
+from asynciocomm_bench.common.measure import Usage
 
 
 class ServerProcess:
@@ -20,7 +20,7 @@ class ServerProcess:
         self.spec = spec
         self._log = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bench.comm.server", json.dumps(spec)],
+            [sys.executable, "-m", "asynciocomm_bench.comm.server", json.dumps(spec)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
             text=True, bufsize=1, env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )

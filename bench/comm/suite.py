@@ -8,19 +8,18 @@ from __future__ import annotations
 
 import dataclasses
 import tempfile
-import time
-import traceback
 from typing import Any
 
-from bench.comm import drivers, references
-from bench.common import measure
-from bench.common.loops import run_on_loop, running_loop_class
-from bench.common.options import (REFERENCE_SCHEME, CommBounds, is_tls, over_budget,
-                                  reference_loop, stock_peer, stock_scheme)
-from bench.common.progress import Bar
-from bench.comm.serverproc import ServerProcess
-from bench.common.stats import summarize
-from bench.common.tlsfiles import TLSFiles, make_tls_files
+from asynciocomm_bench.comm import drivers, references
+from asynciocomm_bench.common import measure
+from asynciocomm_bench.common.loops import run_on_loop, running_loop_class
+from asynciocomm_bench.common.options import (REFERENCE_SCHEME, CommBounds, is_tls,
+                                              reference_loop, stock_peer, stock_scheme)
+from asynciocomm_bench.common.progress import Bar
+from asynciocomm_bench.comm.serverproc import ServerProcess
+from asynciocomm_bench.common.stats import summarize
+from asynciocomm_bench.common.sweep import Sweep
+from asynciocomm_bench.common.tlsfiles import TLSFiles, make_tls_files
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,35 +138,25 @@ def run_comm(schemes: list[str], loops: list[str], bounds: CommBounds, *,
     configs = build_configs(schemes, loops, refs)
     metrics = metrics_for(bounds)
     samples: list[dict[str, Any]] = []
-    errors: list[dict[str, Any]] = []
     loop_classes: dict[str, Any] = {}
     steps = measure.steps(bounds)
-    started = time.monotonic()
-    reps_done = 0
-    truncated = False
+    sweep = Sweep("comm", bounds.reps, bounds.budget_s)
     with tempfile.TemporaryDirectory(prefix="asynciocomm-bench-tls-") as tmp:
         tls = make_tls_files(tmp) if any(c.tls for c in configs) else None
         with Bar(bounds.reps * len(configs) * steps, "comm", quiet) as bar:
-            for rep in range(bounds.reps):
-                if over_budget(started, rep, bounds.budget_s):
-                    truncated = True
-                    bar.log(f"comm: time budget reached after {rep} repetitions")
-                    break
+            for rep in sweep.repetitions(bar.log):
                 for cfg in configs:
                     bar.describe(f"rep {rep + 1}/{bounds.reps} {cfg.label}")
                     try:
                         values, classes = _run_one(cfg, bounds, tls, bar, cpu_thread)
                     except Exception as exc:
-                        errors.append({"rep": rep, "config": cfg.label,
-                                       "error": f"{type(exc).__name__}: {exc}",
-                                       "traceback": traceback.format_exc(limit=6)})
+                        sweep.failed(rep, cfg.label, exc)
                         bar.log(f"comm {cfg.label} failed: {type(exc).__name__}: "
                                 f"{str(exc)[:200]}", error=True)
                         continue
                     loop_classes[cfg.label] = classes
                     samples += [{"rep": rep, "config": cfg.label, "metric": k,
                                  "value": float(v)} for k, v in values.items()]
-                reps_done = rep + 1
     labels = {c.label for c in configs}
     peers = {c.label: stock_peer(c.kind, c.scheme, c.loop, c.tls) for c in configs}
     same_loop = {lab: peer for lab, peer in peers.items() if peer in labels}
@@ -183,8 +172,8 @@ def run_comm(schemes: list[str], loops: list[str], bounds: CommBounds, *,
         "bounds": {**dataclasses.asdict(bounds),
                    "bulk": {str(k): v for k, v in bounds.bulk.items()}},
         "cpu_thread": cpu_thread,
-        "reps_done": reps_done,
-        "truncated": truncated,
-        "errors": errors,
-        "seconds": time.monotonic() - started,
+        "reps_done": sweep.reps_done,
+        "truncated": sweep.truncated,
+        "errors": sweep.errors,
+        "seconds": sweep.seconds(),
     }

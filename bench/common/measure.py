@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
-from bench.common.options import CommBounds
-from bench.common.stats import percentile
+from asynciocomm_bench.common.options import CommBounds
+from asynciocomm_bench.common.stats import percentile
 
 GiB = 1024**3
 #: Before a one-way size is timed, at least this many bytes of it are sent (at

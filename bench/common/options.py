@@ -64,15 +64,6 @@ def check_loops(loops: Sequence[str]) -> list[str]:
     return out
 
 
-def over_budget(started: float, rep: int, budget_s: float) -> bool:
-    """Whether repetition ``rep`` (0-based) would end past the time budget, judged
-    by the mean duration of the repetitions done since ``started`` (monotonic)."""
-    import time
-
-    elapsed = time.monotonic() - started
-    return bool(rep) and elapsed * (rep + 1) / rep > budget_s
-
-
 def is_tls(scheme: str) -> bool:
     """True for schemes that need TLS arguments (``tls``, ``wss``, ``*+tls``)."""
     return scheme in ("tls", "wss") or scheme.endswith("+tls")
@@ -168,10 +159,10 @@ FULL_BULK = (64 * KiB, MiB, 4 * MiB, 16 * MiB, 32 * MiB, 64 * MiB, 128 * MiB)
 
 COMM_BOUNDS = {
     # full: 3 repetitions (stats.MIN_PAIRS) of 8 comm configurations and 9
-    # references. One repetition took 85 s here on 2026-12-01 and 104 s on
-    # 2026-12-02 (TLS references added since); a 300 s budget then stopped the run
-    # at 2, which makes every comm row of `all` "no measurable difference". 480 s
-    # fits 3 repetitions of up to 160 s: a machine half as fast again as that.
+    # references. A budget that stops the run at 2 repetitions makes every comm
+    # row "no measurable difference", so it is sized for 3 repetitions of up to
+    # 160 s, half as slow again as one takes on the 2-core machine of the record
+    # (bench/results/).
     "full": CommBounds(
         reps=3, ping_n=5000, ping_s=0.5, stream_n=100_000, stream_s=0.5,
         bulk={size: bulk_bounds(size) for size in FULL_BULK},
@@ -195,10 +186,9 @@ COMM_BOUNDS = {
 CLUSTER_BOUNDS = {
     # full: 3 repetitions (stats.MIN_PAIRS) of wide, tree and shuffle; the wide map
     # is about 8 s at 6,000 tasks/s. A repetition of all 8 configurations (TLS
-    # schemes too) with both GC settings took 270 s and 350 s here on 2026-12-02;
-    # the cluster subcommand's plain schemes 160 s, its TLS schemes 230 s. The
-    # 480 s budget of the plain-only days fits 2 of the latter, not 3. 1200 s fits
-    # 3 repetitions of up to 400 s.
+    # schemes too) with both GC settings takes a few minutes on the record's
+    # machine (bench/results/); the budget fits 3 repetitions of up to 400 s, so
+    # that the TLS schemes do not stop the run at 2.
     "full": ClusterBounds(reps=3, wide=50_000, tree=4096, shuffle=50, workers=2,
                           threads=4, workload_timeout_s=120.0, budget_s=1200.0),
     # quick: the wide map alone, long enough (about 2 s) that a cluster's start and

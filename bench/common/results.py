@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench import SCHEMA
+from asynciocomm_bench import SCHEMA
 
 #: Sections of samples (validated, and merged sample by sample); any other
 #: section (profile, multihome) is taken whole from the first document that has it.
@@ -22,7 +22,7 @@ SAMPLE_KEYS = {"rep": int, "config": str, "metric": str}
 
 def new_document(mode: str, argv: list[str] | None = None) -> dict[str, Any]:
     """An empty result document with the run's command and start time."""
-    from bench.common import environment
+    from asynciocomm_bench.common import environment
 
     argv = sys.argv[1:] if argv is None else argv
     return {
@@ -111,7 +111,7 @@ def load(path: str | Path) -> dict[str, Any]:
     doc = json.loads(p.read_text())
     errs = validate(doc)
     if errs:
-        from bench.common.options import BenchError
+        from asynciocomm_bench.common.options import BenchError
 
         raise BenchError(f"{p}: not a valid {SCHEMA} document: {'; '.join(errs[:3])}")
     return doc
@@ -135,7 +135,7 @@ def _merge_section(secs: list[dict[str, Any]]) -> dict[str, Any]:
     Each run's repetitions keep their own numbers, shifted past the runs before,
     so that a ratio is only ever paired within one repetition of one run.
     """
-    from bench.common.stats import summarize
+    from asynciocomm_bench.common.stats import summarize
 
     out = dict(secs[0])
     configs = {c["label"]: c for c in secs[0]["configs"]}

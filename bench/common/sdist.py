@@ -15,6 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+#: The checkout's ``patches/`` (beside ``bench/``): the drafts are not installed,
+#: so what applies them runs from a checkout.
+PATCHES = Path(__file__).resolve().parents[2] / "patches"
 #: Seconds ``pip download`` of one sdist may take (about 1.5 MB).
 DOWNLOAD_TIMEOUT_S = 300
 

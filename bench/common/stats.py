@@ -135,3 +135,16 @@ def summarize(
                 entry["same_loop_pairs"] = c.n
         out[cfg][metric] = entry
     return dict(out)
+
+
+#: The wording of a comparison whose range reaches 1.0 or that has too few pairs.
+NOISE = "no measurable difference"
+
+
+def cell(c: Comparison | None) -> str:
+    """A comparison as a table cell: ratio with its range, or the noise wording."""
+    if c is None or not c.n:
+        return "–"
+    if not c.measurable:
+        return f"{NOISE} ({c.n} pair{'s' if c.n != 1 else ''})"
+    return f"{c.median:.2f}× ({c.lo:.2f}–{c.hi:.2f}×, {c.n} pairs)"

@@ -6,9 +6,9 @@
 
 ``--draft`` runs every configuration also (``both``) or only (``on``) on
 distributed built from its sdist with ``patches/0011`` applied (see
-:mod:`bench.gc.draft`); the default, ``both``, shows what the draft changes.
+:mod:`asynciocomm_bench.gc.draft`); the default, ``both``, shows what the draft changes.
 ``--scale-workers`` adds clusters of that many workers on separate hosts
-(:mod:`bench.gc.scale`); the ``scale`` subcommand records the timing figures
+(:mod:`asynciocomm_bench.gc.scale`); the ``scale`` subcommand records the timing figures
 of its map workload too.
 """
 
@@ -20,14 +20,11 @@ import datetime
 from pathlib import Path
 from typing import Any
 
-from bench.common.options import available_default_schemes, check_loops, check_schemes
-from bench.gc.suite import PRESETS, GCBounds
+from asynciocomm_bench.common.cliargs import csv
+from asynciocomm_bench.common.options import available_default_schemes, check_loops, check_schemes
+from asynciocomm_bench.gc.suite import PRESETS, GCBounds
 
 DRAFTS = {"both": [False, True], "off": [False], "on": [True]}
-
-
-def _csv(text: str) -> list[str]:
-    return [t.strip() for t in text.split(",") if t.strip()]
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -36,9 +33,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "gc", help="the scheduler's garbage collector per 1,000 tasks, with and "
                    "without the BatchedSend draft",
         description=" ".join(__doc__.split("\n\n")[0].split()))
-    p.add_argument("--schemes", type=_csv, default=None,
+    p.add_argument("--schemes", type=csv, default=None,
                    help="comma-separated schemes (default: tcp, tls, asyncio, asyncio+tls)")
-    p.add_argument("--loops", type=_csv, default=None,
+    p.add_argument("--loops", type=csv, default=None,
                    help="comma-separated loops (default: asyncio, uvloop)")
     p.add_argument("--size", choices=tuple(PRESETS), default="full",
                    help="preset of sizes and repetitions")
@@ -47,7 +44,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=None, help="worker processes")
     p.add_argument("--draft", choices=tuple(DRAFTS), default="both",
                    help="run with patches/0011 applied: both (default), off or on")
-    p.add_argument("--scale-workers", type=lambda t: [int(x) for x in _csv(t)], default=None,
+    p.add_argument("--scale-workers", type=lambda t: [int(x) for x in csv(t)], default=None,
                    help="also run scale clusters (network namespaces) of these worker "
                         "counts, e.g. 64,256 (heavy: minutes per cluster)")
     p.add_argument("--scale-tasks", type=int, default=20_000,
@@ -72,15 +69,15 @@ def bounds_from(args: argparse.Namespace) -> GCBounds:
 def run_section(schemes: list[str], loops: list[str], bounds: GCBounds,
                 drafts: list[bool], quiet: bool = False, **kw: Any) -> dict[str, Any]:
     """The ``gc`` section of a result document (``kw``: see ``run_gc``)."""
-    from bench.gc.suite import run_gc
+    from asynciocomm_bench.gc.suite import run_gc
 
     return run_gc(schemes, loops, bounds, drafts=drafts, quiet=quiet, **kw)
 
 
 def write_report(doc: dict[str, Any], out: Path, no_plots: bool) -> Path:
     """report.md (and the plots) of a document with a ``gc`` section."""
-    from bench.gc import report
-    from bench.report import markdown
+    from asynciocomm_bench.gc import report
+    from asynciocomm_bench.report import markdown
 
     pl = [] if no_plots else report.plots(doc, out)
     head = markdown.render({k: v for k, v in doc.items() if k != "gc"}, {})
@@ -91,7 +88,7 @@ def write_report(doc: dict[str, Any], out: Path, no_plots: bool) -> Path:
 
 def run(args: argparse.Namespace) -> Path:
     """Run ``gc``; returns the output directory."""
-    from bench.common import environment, results
+    from asynciocomm_bench.common import environment, results
 
     schemes = check_schemes(args.schemes) if args.schemes else available_default_schemes()
     loops = check_loops(args.loops or ["asyncio", "uvloop"])

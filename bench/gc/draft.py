@@ -14,12 +14,11 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-from bench.common.options import BenchError
-from bench.common import sdist
+from asynciocomm_bench.common.options import BenchError
+from asynciocomm_bench.common import sdist
 
-ROOT = Path(__file__).resolve().parents[2]
 #: The draft that removes BatchedSend's per-timeout cycle.
-DRAFT = ROOT / "patches" / "0011-batched-send-no-timeout-cycle.patch"
+DRAFT = sdist.PATCHES / "0011-batched-send-no-timeout-cycle.patch"
 
 
 def patched_tree(dest: Path, patch: Path = DRAFT) -> Path:

@@ -6,9 +6,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from bench.common.stats import MARGIN, MIN_PAIRS, by_config, median
-from bench.report.markdown import fmt, section_table
-from bench.report.plots import section_plots
+from asynciocomm_bench.common.stats import MARGIN, MIN_PAIRS, by_config, median
+from asynciocomm_bench.report.markdown import fmt, section_table
+from asynciocomm_bench.report.plots import section_plots
 
 NOISE = "no measurable difference"
 

@@ -1,6 +1,6 @@
 """``gc --scale-workers W,...``: the collector at 64 and 256 workers on separate hosts.
 
-Each cluster is a scale cluster (:mod:`bench.scale.runner`: a scheduler host,
+Each cluster is a scale cluster (:mod:`asynciocomm_bench.scale.runner`: a scheduler host,
 a client host and worker hosts in network namespaces, or loopback when they
 cannot be made). The driver runs the map workload with the probe in timing
 mode (as every ``scale`` run does), then once more in attribution mode. With
@@ -9,13 +9,13 @@ the draft, every host's processes run the patched distributed.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
-from bench.common.progress import Bar
-from bench.gc import metrics
-from bench.gc.suite import error_entry, label, order_configs
+from asynciocomm_bench.common.progress import Bar
+from asynciocomm_bench.common.sweep import Sweep
+from asynciocomm_bench.gc import metrics
+from asynciocomm_bench.gc.configs import label, order_configs
 
 #: Hosts of worker processes: W/4 workers each, as the scale bench's ``full``.
 HOSTS = 4
@@ -26,27 +26,23 @@ def run_scale(schemes: list[str], loops: list[str], workers: list[int], drafts: 
               quiet: bool = False) -> tuple[list[dict[str, Any]], dict[str, Any],
                                             list[dict[str, Any]], dict[str, Any]]:
     """Samples, details, errors and the network note of the scale part."""
-    from bench.scale import netns
-    from bench.scale.graphs import Sizes
-    from bench.scale.runner import RunBounds, run_cluster
-    from bench.scale.suite import host_names
-    from bench.scale.tlshosts import make_host_tls
+    from asynciocomm_bench.scale import netns
+    from asynciocomm_bench.scale.graphs import Sizes
+    from asynciocomm_bench.scale.runner import RunBounds, run_cluster
+    from asynciocomm_bench.scale.suite import host_names
+    from asynciocomm_bench.scale.tlshosts import make_host_tls
 
     configs = order_configs(schemes, loops, drafts)
     sizes = Sizes(map=tasks, wide=0, tree=0, shuffle=0, graph_width=0)
     bounds = RunBounds(start_timeout_s=300, workload_timeout_s=600)
     samples: list[dict[str, Any]] = []
     details: dict[str, Any] = {}
-    errors: list[dict[str, Any]] = []
-    started = time.monotonic()
+    sweep = Sweep("gc scale", reps, budget_s)
     with netns.network(host_names(HOSTS)) as (hosts, fallback), \
             Bar(reps * len(workers) * len(configs), "gc scale", quiet) as bar:
         tls = make_host_tls(tmp / "tls-hosts", {h: [x.address] for h, x in hosts.items()}) \
             if any(s.endswith("tls") for s in schemes) else None
-        for rep in range(reps):
-            if rep and (time.monotonic() - started) * (rep + 1) / rep > budget_s:
-                bar.log(f"gc scale: time budget reached after {rep} repetitions")
-                break
+        for rep in sweep.repetitions(bar.log):
             for w in workers:
                 order = configs if rep % 2 == 0 else configs[::-1]
                 for scheme, loop, d in order:
@@ -62,7 +58,7 @@ def run_scale(schemes: list[str], loops: list[str], workers: list[int], drafts: 
                         values = metrics.from_scale(out["values"]["map"],
                                                     out["gc_attribution"], tasks)
                     except Exception as exc:
-                        errors.append(error_entry(rep, lab, exc, workers=w))
+                        sweep.failed(rep, lab, exc, cut=2000, workers=w)
                         bar.log(f"gc scale {lab} at {w} failed: {str(exc)[:300]}", error=True)
                         bar.advance()
                         continue
@@ -72,5 +68,5 @@ def run_scale(schemes: list[str], loops: list[str], workers: list[int], drafts: 
                     samples += [{"rep": rep, "config": lab,
                                  "metric": metrics.scaled(w, k), "value": float(v)}
                                 for k, v in values.items()]
-    return samples, details, errors, {"network": "loopback" if fallback else "namespaces",
-                                      "network_note": fallback}
+    network = {"network": "loopback" if fallback else "namespaces", "network_note": fallback}
+    return samples, details, sweep.errors, network

@@ -3,7 +3,7 @@
 Each repetition starts, for every scheme@loop, with and without the draft, a
 fresh local cluster (a scheduler and ``workers`` worker processes), runs a
 warm-up map, then the measured map of ``tasks`` tasks twice: once with
-:mod:`bench.gc.probe` in ``timing`` mode (collections, GC CPU, pauses), once in
+:mod:`asynciocomm_bench.gc.probe` in ``timing`` mode (collections, GC CPU, pauses), once in
 ``attribution`` mode (the cyclic garbage, its cycles and who made them, the
 BatchedSend timeouts per batch). Configurations interleave, in reverse order
 on every other repetition, and every ratio is paired within a repetition.
@@ -14,21 +14,19 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import tempfile
-import time
-import traceback
 from pathlib import Path
 from typing import Any
 
-from bench.cluster.procs import LocalCluster
-from bench.common.loops import run_on_loop
-from bench.common.options import is_tls, over_budget, stock_scheme
-from bench.common.progress import Bar
-from bench.common.stats import summarize
-from bench.common.tlsfiles import TLSFiles, make_tls_files
-from bench.gc import metrics, probe
+from asynciocomm_bench.cluster.procs import LocalCluster
+from asynciocomm_bench.common.loops import run_on_loop
+from asynciocomm_bench.common.options import is_tls, stock_scheme
+from asynciocomm_bench.common.progress import Bar
+from asynciocomm_bench.common.stats import summarize
+from asynciocomm_bench.common.sweep import Sweep
+from asynciocomm_bench.common.tlsfiles import TLSFiles, make_tls_files
+from asynciocomm_bench.gc import metrics, probe
+from asynciocomm_bench.gc.configs import label, order_configs
 
-#: The label suffix of a configuration run with the draft applied.
-DRAFT_TAG = "+0011"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,8 +48,8 @@ PRESETS: dict[str, GCBounds] = {
     "full": GCBounds(reps=3, workers=4, threads=1, tasks=20_000),
     "quick": GCBounds(reps=3, workers=4, threads=1, tasks=5_000, budget_s=900.0),
     # Inside ``all``: plain tcp and asyncio, both loops, with and without the
-    # draft: 24 clusters. With 5,000-task maps the record's took 46 s each (24 in
-    # 18.5 min, 2026-12-03); with 2,000 tasks, about 30 s: about 12 minutes.
+    # draft: 24 clusters. 2,000-task maps keep a cluster near 30 s (a 5,000-task
+    # one is half as long again), so that the part fits in about 12 minutes.
     "all": GCBounds(reps=3, workers=4, threads=1, tasks=2_000, budget_s=900.0),
     "smoke": GCBounds(reps=1, workers=2, threads=1, tasks=500, warmup=100, budget_s=300.0),
 }
@@ -84,18 +82,6 @@ class _Cluster(LocalCluster):
         return super()._popen(args, name)
 
 
-def order_configs(schemes: list[str], loops: list[str], drafts: list[bool]) -> list[
-        tuple[str, str, bool]]:
-    """(scheme, loop, draft), each stock comm right before the asynciocomm one."""
-    ordered = sorted(schemes, key=lambda s: (stock_scheme(s), s != stock_scheme(s)))
-    return [(s, lp, d) for lp in loops for d in drafts for s in ordered]
-
-
-def label(scheme: str, loop: str, draft: bool) -> str:
-    """``scheme@loop``, with :data:`DRAFT_TAG` when the draft is applied."""
-    return f"{scheme}@{loop}{DRAFT_TAG if draft else ''}"
-
-
 async def _forget(client: Any) -> None:
     for _ in range(400):
         if not await client.run_on_scheduler(_ntasks):
@@ -110,7 +96,7 @@ def _ntasks(dask_scheduler: Any) -> int:
 async def measure(client: Any, tasks: int, timeout: float,
                   attribution: bool) -> dict[str, Any]:
     """One measured map of ``tasks`` tasks with the probe on the scheduler."""
-    from bench.scale import graphs
+    from asynciocomm_bench.scale import graphs
 
     await client.run_on_scheduler(probe.start, attribution=attribution)
     try:
@@ -127,7 +113,7 @@ async def measure_both(client: Any, tasks: int, warmup: int,
                        timeout: float) -> tuple[dict[str, float], dict[str, Any]]:
     """Warm up, then a timing run and an attribution run; the per-1,000-task
     values and the attribution's cycle kinds."""
-    from bench.scale import graphs
+    from asynciocomm_bench.scale import graphs
 
     await graphs.check_map(client, await graphs.submit_map(client, warmup))
     await _forget(client)
@@ -139,7 +125,7 @@ async def measure_both(client: Any, tasks: int, warmup: int,
 def run_one(scheme: str, loop: str, draft_path: str | None, bounds: GCBounds,
             tls: TLSFiles | None, workdir: Path) -> tuple[dict[str, float], dict[str, Any]]:
     """Start a cluster, measure it, stop it."""
-    from bench.cluster.suite import make_client, wait_workers
+    from asynciocomm_bench.cluster.suite import make_client, wait_workers
 
     with _Cluster(scheme, loop, bounds.workers, bounds.threads, workdir,
                   tls if is_tls(scheme) else None, bounds.start_timeout_s,
@@ -160,37 +146,25 @@ def run_one(scheme: str, loop: str, draft_path: str | None, bounds: GCBounds,
                                f"{cluster.log_tail('scheduler', 5)}") from exc
 
 
-def error_entry(rep: int, config: str, exc: BaseException, **extra: Any) -> dict[str, Any]:
-    """The result document's record of a failed cluster."""
-    return {"rep": rep, "config": config, **extra,
-            "error": f"{type(exc).__name__}: {exc}"[:2000],
-            "traceback": traceback.format_exc(limit=6)}
-
-
 def run_gc(schemes: list[str], loops: list[str], bounds: GCBounds, *,
            drafts: list[bool], quiet: bool = False, local: bool = True,
            scale_workers: list[int] | None = None,
            scale_tasks: int = 20_000) -> dict[str, Any]:
     """Run the suite and return its JSON section ``gc``: the local cluster
     (unless not ``local``), then the scale clusters of ``scale_workers``."""
-    from bench.gc import draft as drafting
+    from asynciocomm_bench.gc import draft as drafting
 
     configs = order_configs(schemes, loops, drafts)
     labels = [label(*c) for c in configs]
     samples: list[dict[str, Any]] = []
-    errors: list[dict[str, Any]] = []
     details: dict[str, list[dict[str, Any]]] = {}
-    started = time.monotonic()
-    reps_done, truncated = 0, False
+    sweep = Sweep("gc", bounds.reps if local else 0, bounds.budget_s)
+    errors = sweep.errors
     with tempfile.TemporaryDirectory(prefix="asynciocomm-bench-gc-") as tmp:
         tls = make_tls_files(Path(tmp) / "tls") if any(is_tls(s) for s in schemes) else None
         tree = str(drafting.patched_tree(Path(tmp) / "draft")) if any(drafts) else None
         with Bar(bounds.reps * len(configs) if local else 0, "gc", quiet) as bar:
-            for rep in range(bounds.reps if local else 0):
-                if over_budget(started, rep, bounds.budget_s):
-                    truncated = True
-                    bar.log(f"gc: time budget reached after {rep} repetitions")
-                    break
+            for rep in sweep.repetitions(bar.log):
                 pairs = list(zip(configs, labels))
                 for (scheme, loop, d), lab in (pairs if rep % 2 == 0 else pairs[::-1]):
                     bar.describe(f"rep {rep + 1}/{bounds.reps} {lab}")
@@ -198,7 +172,7 @@ def run_gc(schemes: list[str], loops: list[str], bounds: GCBounds, *,
                         values, det = run_one(scheme, loop, tree if d else None, bounds,
                                               tls, Path(tmp) / f"{lab}-{rep}")
                     except Exception as exc:
-                        errors.append(error_entry(rep, lab, exc))
+                        sweep.failed(rep, lab, exc, cut=2000)
                         bar.log(f"gc {lab} failed: {str(exc)[:300]}", error=True)
                         bar.advance()
                         continue
@@ -206,10 +180,10 @@ def run_gc(schemes: list[str], loops: list[str], bounds: GCBounds, *,
                     details.setdefault(lab, []).append({"rep": rep, **det})
                     samples += [{"rep": rep, "config": lab, "metric": k, "value": float(v)}
                                 for k, v in values.items()]
-                reps_done = rep + 1
+        reps_done = sweep.reps_done
         extra: dict[str, Any] = {"bounds": dataclasses.asdict(bounds) if local else {}}
         if scale_workers:
-            from bench.gc import scale
+            from asynciocomm_bench.gc import scale
 
             more, det, errs, net = scale.run_scale(
                 schemes, loops, scale_workers, drafts, bounds.reps, scale_tasks, tree,
@@ -220,8 +194,8 @@ def run_gc(schemes: list[str], loops: list[str], bounds: GCBounds, *,
             reps_done = max(reps_done, 1 + max((s["rep"] for s in more), default=-1))
             extra.update(scale_workers=scale_workers, scale_tasks=scale_tasks,
                          scale_hosts=scale.HOSTS, **net)
-    return section(configs, labels, samples, details, errors, reps_done, truncated,
-                   time.monotonic() - started, extra)
+    return section(configs, labels, samples, details, errors, reps_done, sweep.truncated,
+                   sweep.seconds(), extra)
 
 
 def section(configs: list[tuple[str, str, bool]], labels: list[str],

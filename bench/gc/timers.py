@@ -1,6 +1,6 @@
 """Do the loop's timers fire before their deadline? A minimal check.
 
-    python -m bench.gc.timers [--loops asyncio,uvloop] [--n 2000] [--busy-ms 0,1,3]
+    python -m asynciocomm_bench.gc.timers [--loops asyncio,uvloop] [--n 2000] [--busy-ms 0,1,3]
 
 BatchedSend compares ``time()`` with its deadline when its wait returns, and
 waits again if the deadline is still ahead; a timer that fires early therefore
@@ -50,14 +50,14 @@ async def _measure(n: int, busy_s: float) -> dict[str, Any]:
 
 def run(loop: str, n: int, busy_ms: float) -> dict[str, Any]:
     """The early timers of ``n`` 2 ms timers on ``loop``."""
-    from bench.common.loops import run_on_loop
+    from asynciocomm_bench.common.loops import run_on_loop
 
     return run_on_loop(lambda: _measure(n, busy_ms / 1000), loop)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Print one JSON line per loop and amount of work."""
-    p = argparse.ArgumentParser(prog="python -m bench.gc.timers")
+    p = argparse.ArgumentParser(prog="python -m asynciocomm_bench.gc.timers")
     p.add_argument("--loops", default="asyncio,uvloop")
     p.add_argument("--n", type=int, default=2000)
     p.add_argument("--busy-ms", default="0,1,3")

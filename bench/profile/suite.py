@@ -4,7 +4,7 @@ For every scheme@loop and GC setting: a fresh cluster runs the wide
 workload without the profiler, with ``py-spy record`` attached to the
 scheduler (speedscope, 100 Hz, idle samples included), and without it
 again; the profiled run's speedscope file is kept and analyzed by
-``bench.profile.speedscope``; the overhead is profiled/unprofiled wall and CPU.
+``asynciocomm_bench.profile.speedscope``; the overhead is profiled/unprofiled wall and CPU.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.cluster import workloads
-from bench.profile import speedscope
-from bench.cluster.procs import LocalCluster
-from bench.cluster.suite import make_client, run_workload, wait_workers
-from bench.common.loops import run_on_loop
-from bench.common.options import BenchError, ClusterBounds, is_tls
-from bench.common.progress import Bar
-from bench.common.tlsfiles import TLSFiles, make_tls_files
+from asynciocomm_bench.cluster import workloads
+from asynciocomm_bench.profile import speedscope
+from asynciocomm_bench.cluster.procs import LocalCluster
+from asynciocomm_bench.cluster.suite import make_client, run_workload, wait_workers
+from asynciocomm_bench.common.loops import run_on_loop
+from asynciocomm_bench.common.options import BenchError, ClusterBounds, is_tls
+from asynciocomm_bench.common.progress import Bar
+from asynciocomm_bench.common.tlsfiles import TLSFiles, make_tls_files
 
 
 def pyspy_path() -> str:

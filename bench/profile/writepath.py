@@ -1,6 +1,6 @@
 """CPU per ``compute-task`` message at the scheduler's write path, by pickling step.
 
-    python -m bench.profile.writepath [--messages 2000] [--reps 9] [--json FILE]
+    python -m asynciocomm_bench.profile.writepath [--messages 2000] [--reps 9] [--json FILE]
 
 The messages are the scheduler's ``compute-task`` (``Scheduler._task_to_msg``'s
 keys) of the scale bench's ``map``: ``client.map(inc, range(n))`` with ``inc``
@@ -119,7 +119,7 @@ def run(messages: int, reps: int) -> dict[str, tuple[float, float]]:
     """The table: row name -> (best, median) µs per message."""
     inc = local_inc()
     specs = [Task(("inc-5c1e", i), inc, i) for i in range(messages)]
-    from bench.profile import writepath  # by its name: under -m, this module is __main__
+    from asynciocomm_bench.profile import writepath  # by its name: under -m, this module is __main__
 
     by_ref = [Task(("inc-5c1e", i), writepath.module_inc, i) for i in range(messages)]
     msgs = [message(t, i) for i, t in enumerate(specs)]

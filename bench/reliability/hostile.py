@@ -15,7 +15,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from bench.reliability.conn import WAIT
+from asynciocomm_bench.reliability.conn import WAIT
 
 U64 = struct.Struct("<Q")
 

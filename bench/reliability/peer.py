@@ -1,5 +1,5 @@
-"""``python -m bench.reliability.peer SPEC``: a peer process for the SIGKILL faults of
-:class:`bench.reliability.procs.PeerProcess`.
+"""``python -m asynciocomm_bench.reliability.peer SPEC``: a peer process for the SIGKILL faults of
+:class:`asynciocomm_bench.reliability.procs.PeerProcess`.
 
 SPEC is JSON: mode ("write": send messages of ``size`` bytes back to back;
 "read": read everything), address, size, tls. Prints ``ready`` once the first
@@ -20,8 +20,8 @@ def main() -> None:
     from distributed.comm import connect
     from distributed.protocol import to_serialize
 
-    from bench.common.loops import run_on_loop
-    from bench.reliability.conn import TLSSpec, connect_args
+    from asynciocomm_bench.common.loops import run_on_loop
+    from asynciocomm_bench.reliability.conn import TLSSpec, connect_args
 
     tls = TLSSpec(**spec["tls"]) if spec.get("tls") else None
     import os

@@ -1,25 +1,23 @@
 """Processes of the reliability scenarios and what can be read of them:
-descriptor counts and memory from ``/proc``, recorded ResourceWarnings, and the
-handles of the subprocesses -- :class:`ListenerProcess` (``bench.reliability.server``) and
-:class:`PeerProcess` (``bench.reliability.peer``, killed for the SIGKILL faults).
+descriptor counts and memory from ``/proc``, and the handles of the
+subprocesses -- :class:`ListenerProcess` (``asynciocomm_bench.reliability.server``)
+and :class:`PeerProcess` (``asynciocomm_bench.reliability.peer``, killed for the
+SIGKILL faults).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
-import warnings
-from collections.abc import Iterator
 from typing import IO, Any
 
-from bench.reliability.conn import TLSSpec
+from asynciocomm_bench.reliability.conn import TLSSpec
 
 
 def _spawn(module: str, spec: dict[str, Any], loop: str,
@@ -66,25 +64,11 @@ def reset_peak_rss(pid: int | str = "self") -> bool:
         return False
 
 
-@contextlib.contextmanager
-def recorded_warnings() -> Iterator[list[warnings.WarningMessage]]:
-    """Record every ResourceWarning (and others) raised inside, after a gc."""
-    with warnings.catch_warnings(record=True) as rec:
-        warnings.simplefilter("always")
-        yield rec
-        gc.collect()
-        gc.collect()
-
-
-def resource_warnings(rec: list[warnings.WarningMessage]) -> list[str]:
-    return [str(w.message) for w in rec if issubclass(w.category, ResourceWarning)]
-
-
 # -- a listener in its own process ----------------------------------------------------
 
 
 class ListenerProcess:
-    """``python -m bench.reliability.server``: a listener (echo + soak handler) in its own
+    """``python -m asynciocomm_bench.reliability.server``: a listener (echo + soak handler) in its own
     process, so that its memory and descriptors can be read from ``/proc``.
     Stopped by its PID."""
 
@@ -94,7 +78,7 @@ class ListenerProcess:
     ) -> None:
         spec = {"scheme": scheme, "loop": loop, "config": config or {},
                 "tls": tls.__dict__ if tls else None}
-        self.proc, self._log = _spawn("bench.reliability.server", spec, loop, stdin=True)
+        self.proc, self._log = _spawn("asynciocomm_bench.reliability.server", spec, loop, stdin=True)
         self.pid = self.proc.pid
         try:
             line = self._readline(start_timeout)
@@ -164,7 +148,7 @@ class ListenerProcess:
 
 
 class PeerProcess:
-    """``python -m bench.reliability.peer``: connects to ``address`` and writes large
+    """``python -m asynciocomm_bench.reliability.peer``: connects to ``address`` and writes large
     messages in a loop (``mode='write'``) or reads slowly (``mode='read'``).
     Prints one line once connected. Killed by its PID."""
 
@@ -172,7 +156,7 @@ class PeerProcess:
                  size: int = 32 << 20) -> None:
         spec = {"mode": mode, "address": address, "size": size,
                 "tls": tls.__dict__ if tls else None}
-        self.proc, self._log = _spawn("bench.reliability.peer", spec, loop, stdin=False)
+        self.proc, self._log = _spawn("asynciocomm_bench.reliability.peer", spec, loop, stdin=False)
         self.pid = self.proc.pid
 
     async def wait_ready(self, timeout: float = 60.0) -> str:

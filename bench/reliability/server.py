@@ -1,9 +1,9 @@
-"""``python -m bench.reliability.server SPEC``: a listener in its own process for
-:class:`bench.reliability.procs.ListenerProcess` (so its memory can be read from /proc).
+"""``python -m asynciocomm_bench.reliability.server SPEC``: a listener in its own process for
+:class:`asynciocomm_bench.reliability.procs.ListenerProcess` (so its memory can be read from /proc).
 
 SPEC is JSON: scheme, loop, tls (ca/cert/key or null), config (dask config
 overrides). Prints ``{"address": ...}`` once listening; serves
-:func:`bench.reliability.soak.soak_handler` until SIGTERM or until stdin closes.
+:func:`asynciocomm_bench.reliability.soak.soak_handler` until SIGTERM or until stdin closes.
 Errors are logged to stderr.
 """
 
@@ -26,9 +26,9 @@ def main() -> None:
     logging.getLogger("distributed").setLevel(logging.INFO)
     dask.config.set(spec.get("config") or {})
     import asynciocomm  # noqa: F401  (config defaults)
-    from bench.common.loops import run_on_loop
-    from bench.reliability.conn import TLSSpec, serve
-    from bench.reliability.soak import soak_handler
+    from asynciocomm_bench.common.loops import run_on_loop
+    from asynciocomm_bench.reliability.conn import TLSSpec, serve
+    from asynciocomm_bench.reliability.soak import soak_handler
 
     tls = TLSSpec(**spec["tls"]) if spec.get("tls") else None
 

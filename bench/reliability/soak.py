@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.reliability.conn import WAIT
+from asynciocomm_bench.reliability.conn import WAIT
 
 
 def digest(seq: int, cid: int, payload_bytes: bytes | memoryview) -> str:

@@ -1,9 +1,9 @@
 """``asynciocomm-bench reliability``: the long runs of the reliability suite.
 
 For each scheme (default ``asyncio`` and stock ``tcp``) and event loop, against a
-listener in its own process (``bench.reliability.server``, memory read from /proc):
+listener in its own process (``asynciocomm_bench.reliability.server``, memory read from /proc):
 
-* hostile inputs (``bench.reliability.hostile.hostile_inputs``), ``--hostile-copies`` of each
+* hostile inputs (``asynciocomm_bench.reliability.hostile.hostile_inputs``), ``--hostile-copies`` of each
   at once: connections aborted or left open, peak RSS and virtual size growth;
 * ``--idle`` idle half-open connections: still serving? RSS and descriptors per
   idle connection, descriptors back after they go;
@@ -64,8 +64,8 @@ def _raise_fd_limit() -> int:
 
 
 def _tls_spec(scheme: str, out: Path) -> Any:
-    from bench.reliability.conn import TLSSpec, is_tls
-    from bench.common.tlsfiles import make_tls_files
+    from asynciocomm_bench.reliability.conn import TLSSpec, is_tls
+    from asynciocomm_bench.common.tlsfiles import make_tls_files
 
     if not is_tls(scheme):
         return None
@@ -74,8 +74,8 @@ def _tls_spec(scheme: str, out: Path) -> Any:
 
 
 async def _hostile(server: Any, tls: Any, copies: int) -> dict[str, Any]:
-    from bench.reliability.conn import client_ssl_context, connect_args, roundtrip
-    from bench.reliability.hostile import RawPeer, hostile_inputs
+    from asynciocomm_bench.reliability.conn import client_ssl_context, connect_args, roundtrip
+    from asynciocomm_bench.reliability.hostile import RawPeer, hostile_inputs
 
     sec = tls.security() if tls else None
     ctx = client_ssl_context(sec) if sec else None
@@ -123,8 +123,8 @@ async def _hostile(server: Any, tls: Any, copies: int) -> dict[str, Any]:
 
 
 async def _idle(server: Any, tls: Any, n: int) -> dict[str, Any]:
-    from bench.reliability.conn import connect_args, roundtrip
-    from bench.reliability.hostile import open_idle_sockets, socket_state
+    from asynciocomm_bench.reliability.conn import connect_args, roundtrip
+    from asynciocomm_bench.reliability.hostile import open_idle_sockets, socket_state
 
     sec = tls.security() if tls else None
     await roundtrip(server.address, connect_args(sec))
@@ -159,8 +159,8 @@ async def _idle(server: Any, tls: Any, n: int) -> dict[str, Any]:
 
 
 async def _cycles(server: Any, tls: Any, n: int) -> dict[str, Any]:
-    from bench.reliability.conn import connect_args, connect_close_cycles, roundtrip
-    from bench.reliability.procs import fd_count
+    from asynciocomm_bench.reliability.conn import connect_args, connect_close_cycles, roundtrip
+    from asynciocomm_bench.reliability.procs import fd_count
 
     sec = tls.security() if tls else None
     await roundtrip(server.address, connect_args(sec))
@@ -183,8 +183,8 @@ async def _cycles(server: Any, tls: Any, n: int) -> dict[str, Any]:
 
 
 async def _soak(server: Any, tls: Any, total: int, max_size: int, comms: int) -> dict[str, Any]:
-    from bench.reliability.conn import connect_args
-    from bench.reliability.soak import soak
+    from asynciocomm_bench.reliability.conn import connect_args
+    from asynciocomm_bench.reliability.soak import soak
 
     sec = tls.security() if tls else None
     stages = []
@@ -220,8 +220,8 @@ async def _soak(server: Any, tls: Any, total: int, max_size: int, comms: int) ->
 
 
 def _one(scheme: str, loop: str, args: argparse.Namespace, out: Path) -> dict[str, Any]:
-    from bench.common.loops import run_on_loop
-    from bench.reliability.procs import ListenerProcess
+    from asynciocomm_bench.common.loops import run_on_loop
+    from asynciocomm_bench.reliability.procs import ListenerProcess
 
     parts = set(args.only.split(","))
     tls = _tls_spec(scheme, out)
@@ -326,7 +326,7 @@ def run(args: argparse.Namespace) -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m bench.reliability.suite ...`` (same options as the subcommand)."""
+    """``python -m asynciocomm_bench.reliability.suite ...`` (same options as the subcommand)."""
     parser = argparse.ArgumentParser(prog="asynciocomm-bench")
     sub = parser.add_subparsers(dest="cmd", required=True)
     add_parser(sub)

@@ -6,14 +6,14 @@ import importlib
 import math
 from typing import Any
 
-from bench.report import ratios
+from asynciocomm_bench.report import ratios
 
 #: The sections rendered as tables of medians and ratios, with their title and,
 #: for some, the function (``module:name``) that renders what is theirs alone.
 SECTIONS = {"comm": ("Comm level", None),
             "cluster": ("Scheduler-bound cluster", None),
-            "workloads": ("Real workloads", "bench.workloads.report:details"),
-            "ab": ("A/B of a script", "bench.ab.report:details")}
+            "workloads": ("Real workloads", "asynciocomm_bench.workloads.report:details"),
+            "ab": ("A/B of a script", "asynciocomm_bench.ab.report:details")}
 
 
 def fmt(value: float | None) -> str:
@@ -165,7 +165,7 @@ def render(doc: dict[str, Any], plots: dict[str, list[str]] | None = None) -> st
         out += ["## py-spy profile of the scheduler", "", _profile(doc["profile"]), ""]
         out += [f"![{p}]({p})" for p in plots.get("profile", [])]
     if doc.get("scale") or doc.get("multihome"):
-        from bench.report import scale_markdown
+        from asynciocomm_bench.scale import markdown as scale_markdown
 
         out += ["", scale_markdown.render_doc(doc, plots.get("scale", []))]
     return "\n".join(out).rstrip() + "\n"

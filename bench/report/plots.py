@@ -2,30 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
-
-def _plt() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
-
-
-def _save(fig: Any, outdir: Path, fname: str) -> str:
-    """Lay out, write and close a figure; returns its file name."""
-    fig.tight_layout()
-    fig.savefig(outdir / fname, dpi=90)
-    _plt().close(fig)
-    return fname
+from asynciocomm_bench.common.plotting import pyplot, safe_name, save, stacked_shares
+from asynciocomm_bench.scale import plots as scale_plots
 
 
 def section_plots(doc: dict[str, Any], name: str, outdir: Path) -> list[str]:
@@ -33,7 +14,7 @@ def section_plots(doc: dict[str, Any], name: str, outdir: Path) -> list[str]:
     sec = doc.get(name)
     if not sec:
         return []
-    plt = _plt()
+    plt = pyplot()
     labels = [c["label"] for c in sec["configs"] if c["label"] in sec["summary"]]
     written: list[str] = []
     for metric, meta in sec["metrics"].items():
@@ -53,28 +34,8 @@ def section_plots(doc: dict[str, Any], name: str, outdir: Path) -> list[str]:
         ax.set_ylabel(meta.get("unit", ""))
         better = "higher" if meta.get("higher_is_better", True) else "lower"
         ax.set_title(f"{meta.get('title', metric)} ({better} is better)", fontsize=10)
-        written.append(_save(fig, outdir, f"{name}_{_safe(metric)}.png"))
+        written.append(save(fig, outdir, f"{name}_{safe_name(metric)}.png"))
     return written
-
-
-def stacked_shares(outdir: Path, fname: str, labels: list[str],
-                   shares: list[dict[str, float]], cats: list[str],
-                   title: str | None = None) -> str:
-    """Stacked bars, one per label, of the scheduler's sample shares per category."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * len(labels) + 3.5), 4.2))
-    bottom = [0.0] * len(labels)
-    for cat in cats:
-        vals = [100 * sh.get(cat, 0.0) for sh in shares]
-        ax.bar(range(len(labels)), vals, bottom=bottom, label=cat)
-        bottom = [b + v for b, v in zip(bottom, vals)]
-    ax.set_xticks(range(len(labels)))
-    ax.set_xticklabels(labels, fontsize=8)
-    ax.set_ylabel("% of scheduler MainThread samples")
-    if title:
-        ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=7, bbox_to_anchor=(1.02, 1), loc="upper left")
-    return _save(fig, outdir, fname)
 
 
 def profile_plot(doc: dict[str, Any], outdir: Path) -> list[str]:
@@ -98,15 +59,15 @@ def ratio_plots(doc: dict[str, Any], name: str, outdir: Path) -> list[str]:
     > 1 is better)."""
     from matplotlib import ticker
 
-    from bench.common.stats import by_config, compare
-    from bench.report.ratios import peers
+    from asynciocomm_bench.common.stats import by_config, compare
+    from asynciocomm_bench.report.ratios import peers
 
     sec = doc.get(name)
     if not sec:
         return []
     pairs, by = peers(sec), by_config(sec["samples"])
     stats = dict.fromkeys(m["stat"] for m in sec["metrics"].values() if m.get("stat"))
-    plt, written = _plt(), []
+    plt, written = pyplot(), []
     for stat in stats:
         rows = [(k, m) for k, m in sec["metrics"].items() if m.get("stat") == stat]
         fig, ax = plt.subplots(figsize=(8.0, 0.42 * len(rows) + 1.6))
@@ -131,7 +92,7 @@ def ratio_plots(doc: dict[str, Any], name: str, outdir: Path) -> list[str]:
         ax.set_title(f"{title}: speed-up against stock on the same loop (> 1 is better; "
                      "median and range of the pairs)", fontsize=9)
         ax.legend(fontsize=7, loc="best")
-        written.append(_save(fig, outdir, f"{name}_ratios_{_safe(stat)}.png"))
+        written.append(save(fig, outdir, f"{name}_ratios_{safe_name(stat)}.png"))
     return written
 
 
@@ -139,8 +100,6 @@ def render_all(doc: dict[str, Any], outdir: str | Path) -> dict[str, list[str]]:
     """Write every plot into ``outdir``; returns file names per section."""
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
-    from bench.report import scale_plots
-
     return {"comm": section_plots(doc, "comm", out),
             "cluster": section_plots(doc, "cluster", out),
             "workloads": ratio_plots(doc, "workloads", out),

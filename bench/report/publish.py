@@ -9,8 +9,8 @@ from typing import Any
 def publish(doc: dict[str, Any], out: Path, *, plots: bool = True, echo: bool = True) -> str:
     """Save ``results.json``, the plots and ``report.md`` into ``out``; print the
     report when ``echo``, and always the two paths. Returns the markdown."""
-    from bench.common import results
-    from bench.report import markdown, plots as plotting
+    from asynciocomm_bench.common import results
+    from asynciocomm_bench.report import markdown, plots as plotting
 
     results.save(doc, out)
     pl = plotting.render_all(doc, out) if plots else {}

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.common.options import is_tls, stock_peer
-from bench.common.stats import MIN_PAIRS, Comparison, by_config, compare
-
-NOISE = "no measurable difference"
+from asynciocomm_bench.common.options import is_tls, stock_peer
+from asynciocomm_bench.common.stats import MIN_PAIRS, NOISE, Comparison, by_config, cell, compare
 
 #: The headline's rows, in order; a row shows where the run measured it.
 HEADLINE: dict[str, tuple[str, ...] | None] = {
@@ -39,15 +37,6 @@ LEGEND = (
     "paired within each repetition, > 1 is better (for throughputs and costs alike), "
     "then the range of those ratios and their number. A range that reaches 1.0, or "
     f"fewer than {MIN_PAIRS} pairs, is worded as {NOISE}.")
-
-
-def cell(c: Comparison | None) -> str:
-    """A comparison as a table cell: ratio with its range, or the noise wording."""
-    if c is None or not c.n:
-        return "–"
-    if not c.measurable:
-        return f"{NOISE} ({c.n} pair{'s' if c.n != 1 else ''})"
-    return f"{c.median:.2f}× ({c.lo:.2f}–{c.hi:.2f}×, {c.n} pairs)"
 
 
 def peers(sec: dict[str, Any]) -> dict[str, str]:

@@ -6,6 +6,8 @@
 - ``driver``, ``graphs``, ``metrics``, ``counting``: the client that runs the
   workloads, and what is measured at the scheduler;
 - ``runner``, ``suite``, ``cli``: one cluster, the interleaved sweep, the subcommand;
-- ``categories``, ``summary``: the py-spy categories and the paired ratios;
+- ``categories``: the py-spy categories of the scheduler's samples;
+- ``ratios``, ``markdown``, ``plots``: this suite's section of the report (the
+  report assembles the sections);
 - ``multihome``: which address a worker on a multi-homed host advertises.
 """

@@ -1,6 +1,6 @@
 """The scheduler's MainThread categories at scale, from a py-spy speedscope file.
 
-On top of :mod:`bench.speedscope`'s categories (comm read, comm write, comm
+On top of :mod:`asynciocomm_bench.profile.speedscope`'s categories (comm read, comm write, comm
 other, transitions, update_graph, gc, idle, other), the comm's samples are split
 into what a transport does and the (de)serialization it calls, and the latter
 into three parts:
@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from bench.profile import speedscope as ss
+from asynciocomm_bench.profile import speedscope as ss
 
 SER_PARTS = ("task specs (pickle)", "msgpack", "other (de)serialization")
 FLAT = ("comm read", "comm write", "comm other", *SER_PARTS, "transitions",
@@ -63,7 +63,7 @@ def flat_category(stack: list[dict[str, Any]]) -> tuple[str, str]:
 
 
 def analyze(doc: dict[str, Any]) -> dict[str, Any]:
-    """:func:`bench.speedscope.analyze`, plus the flat categories' shares, the
+    """:func:`asynciocomm_bench.profile.speedscope.analyze`, plus the flat categories' shares, the
     (de)serialization parts per direction, and the comm's share."""
     base = ss.analyze(doc)
     main = ss.main_thread(doc)

@@ -21,10 +21,12 @@ import datetime
 from pathlib import Path
 from typing import Any
 
-from bench.common.options import BenchError, available_default_schemes, check_loops, check_schemes
-from bench.scale.graphs import Sizes
-from bench.scale.runner import RunBounds
-from bench.scale.suite import ScaleBounds
+from asynciocomm_bench.common.cliargs import csv
+from asynciocomm_bench.common.options import (BenchError, available_default_schemes,
+                                              check_loops, check_schemes)
+from asynciocomm_bench.scale.graphs import Sizes
+from asynciocomm_bench.scale.runner import RunBounds
+from asynciocomm_bench.scale.suite import ScaleBounds
 
 #: Presets. ``full`` is the issue's sweep of the short tasks: 3 repetitions x
 #: 4 worker counts x 8 scheme@loop = 96 clusters. On two cores the workers'
@@ -55,13 +57,9 @@ ALL_PRESET = dataclasses.replace(
     budget_s=1500.0)
 
 
-def _csv(text: str) -> list[str]:
-    return [t.strip() for t in text.split(",") if t.strip()]
-
-
 def _ints(text: str) -> list[int]:
     try:
-        return [int(t) for t in _csv(text)]
+        return [int(t) for t in csv(text)]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
 
@@ -89,9 +87,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "scale", help="many workers on separate hosts (network namespaces), over TLS too",
         description=" ".join(__doc__.split("\n\n")[0].split()))
-    p.add_argument("--schemes", type=_csv, default=None,
+    p.add_argument("--schemes", type=csv, default=None,
                    help="comma-separated schemes (default: tcp, tls, asyncio, asyncio+tls)")
-    p.add_argument("--loops", type=_csv, default=None,
+    p.add_argument("--loops", type=csv, default=None,
                    help="comma-separated loops (default: asyncio, uvloop)")
     p.add_argument("--size", choices=tuple(PRESETS), default="full",
                    help="preset of worker counts, sizes and time bounds")
@@ -128,8 +126,8 @@ def run_sections(schemes: list[str], loops: list[str], bounds: ScaleBounds, out:
                  loopback: bool = False, multihome: bool = True,
                  quiet: bool = False) -> dict[str, Any]:
     """The ``scale`` and ``multihome`` sections of a run."""
-    from bench.scale import multihome as mh
-    from bench.scale.suite import run_scale
+    from asynciocomm_bench.scale import multihome as mh
+    from asynciocomm_bench.scale.suite import run_scale
 
     sections: dict[str, Any] = {"scale": run_scale(schemes, loops, bounds, out,
                                                    loopback=loopback, quiet=quiet)}
@@ -140,8 +138,8 @@ def run_sections(schemes: list[str], loops: list[str], bounds: ScaleBounds, out:
 
 def run(args: argparse.Namespace) -> Path:
     """Run ``scale``; returns the output directory."""
-    from bench.common import environment, results
-    from bench.report import markdown, plots
+    from asynciocomm_bench.common import environment, results
+    from asynciocomm_bench.report import markdown, plots
 
     schemes = check_schemes(args.schemes) if args.schemes else available_default_schemes()
     loops = check_loops(args.loops or ["asyncio", "uvloop"])

@@ -1,6 +1,6 @@
 """A scale cluster: one scheduler and H worker processes, each on its own host.
 
-A host is a network namespace (:mod:`bench.scale.netns`) or, in the loopback
+A host is a network namespace (:mod:`asynciocomm_bench.scale.netns`) or, in the loopback
 fallback, the root namespace. Processes start through ``ip netns exec`` with
 this venv's Python, with a per-host dask config file (``DASK_CONFIG``) that
 holds the event loop, quiet logging and, for TLS schemes, that host's own
@@ -18,9 +18,9 @@ from typing import Any
 
 import yaml
 
-from bench.common.processes import ProcessGroup, stop_processes
-from bench.scale.netns import Host
-from bench.scale.tlshosts import HostTLS
+from asynciocomm_bench.common.processes import ProcessGroup, stop_processes
+from asynciocomm_bench.scale.netns import Host
+from asynciocomm_bench.scale.tlshosts import HostTLS
 
 #: Seconds between SIGTERM and SIGKILL when a cluster stops.
 STOP_GRACE_S = 15.0
@@ -36,7 +36,6 @@ WORKER_HOST_CONFIG: dict[str, Any] = {"distributed": {
               "system-monitor": {"interval": "5s", "disk": False}},
     "worker": {"profile": {"enabled": False}},
 }}
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
@@ -104,7 +103,7 @@ class ScaleCluster(ProcessGroup):
         if host.startswith("h"):
             cfg = merge(cfg, WORKER_HOST_CONFIG)
         (confdir / "dask.yaml").write_text(yaml.safe_dump(cfg))
-        pypath = os.pathsep.join(p for p in (self.pythonpath.get(host), str(ROOT),
+        pypath = os.pathsep.join(p for p in (self.pythonpath.get(host),
                                              os.environ.get("PYTHONPATH")) if p)
         return {**os.environ, "DASK_CONFIG": str(confdir), "PYTHONPATH": pypath,
                 "DASK_DISTRIBUTED__ADMIN__EVENT_LOOP": self.loop,
@@ -128,12 +127,12 @@ class ScaleCluster(ProcessGroup):
         self.scheduler = self.spawn("s", "scheduler", [
             "-m", "distributed.cli.dask_scheduler", "--protocol", self.scheme,
             "--host", shost.address, "--port", port, "--no-dashboard",
-            "--scheduler-file", str(sfile), "--preload", "bench.scale.counting"])
+            "--scheduler-file", str(sfile), "--preload", "asynciocomm_bench.scale.counting"])
         self.address = self.wait_scheduler_file(sfile, self.scheduler, timeout)
         self.scheduler_file = sfile
         for host, n in zip(self.worker_hosts, self.per_host):
             listen = self.listen_host.get(host, self.hosts[host].address)
-            args = ["-m", "bench.scale.workerproc", self.address, "--workers", str(n),
+            args = ["-m", "asynciocomm_bench.scale.workerproc", self.address, "--workers", str(n),
                     "--protocol", self.scheme, "--name", f"{host}-",
                     "--local-directory", str(self.workdir / "workers"), *self.worker_args]
             if listen is not None:

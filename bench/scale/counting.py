@@ -1,6 +1,6 @@
 """A scheduler preload that counts what the scheduler's comms read and write.
 
-``dask scheduler --preload bench.scale.counting`` wraps ``read`` and ``write``
+``dask scheduler --preload asynciocomm_bench.scale.counting`` wraps ``read`` and ``write``
 of every comm class the process can use, stock (``distributed.comm.tcp.TCP``,
 which ``TLS`` inherits) and asynciocomm's (``AsyncioComm``, which serves
 ``asyncio://``, ``asyncio+tls://`` and the takeover of ``tcp://``), with the
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.scale.lifeline import die_with_parent
+from asynciocomm_bench.scale.lifeline import die_with_parent
 
 COUNTS: dict[str, int] = {"reads": 0, "read_msgs": 0, "writes": 0, "write_msgs": 0,
                           "write_bytes": 0}

@@ -2,12 +2,12 @@
 
 It runs on a host of its own (the client namespace), as a user's client would:
 
-    python -m bench.scale.driver SPEC.json OUT.json
+    python -m asynciocomm_bench.scale.driver SPEC.json OUT.json
 
 The spec names the scheduler file, the PIDs to measure, the number of workers
 to wait for, the workload sizes and, optionally, a workload to run once more
 under ``py-spy record`` (attached to the scheduler by PID). The result file
-holds the metrics of each workload (:mod:`bench.scale.metrics`), the event-loop
+holds the metrics of each workload (:mod:`asynciocomm_bench.scale.metrics`), the event-loop
 classes of the processes, and the profiled run's metrics.
 """
 
@@ -21,9 +21,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from bench.gc import metrics as gc_metrics, probe as gc_probe, suite as gc_suite
-from bench.scale import graphs, metrics
-from bench.scale.lifeline import die_with_parent
+from asynciocomm_bench.gc import metrics as gc_metrics, probe as gc_probe, suite as gc_suite
+from asynciocomm_bench.scale import graphs, metrics
+from asynciocomm_bench.scale.lifeline import die_with_parent
 
 #: Tasks of the warm-up map before the first measured workload.
 WARMUP_TASKS = 500
@@ -85,7 +85,7 @@ async def run_once(client: Any, spec: dict[str, Any], name: str,
 
 async def profiled(client: Any, spec: dict[str, Any], sizes: graphs.Sizes) -> dict[str, Any]:
     """Run the profile workload once more, under py-spy on the scheduler."""
-    from bench.profile.suite import PySpy
+    from asynciocomm_bench.profile.suite import PySpy
 
     prof = spec["profile"]
     out = Path(prof["output"])
@@ -126,7 +126,7 @@ async def drive(spec: dict[str, Any]) -> dict[str, Any]:
                                       "traceback": traceback.format_exc(limit=8)})
                 await forget(client)
         if spec.get("gc_attribution"):
-            # one more map, with the collector's garbage attributed (bench.gc)
+            # one more map, with the collector's garbage attributed (asynciocomm_bench.gc)
             out["gc_attribution"] = await gc_suite.measure(
                 client, sizes.map, spec["timeout_s"], attribution=True)
         if spec.get("profile"):

@@ -4,7 +4,7 @@
   function, so that it is pickled by value (cloudpickle), as a user's local
   function or lambda is; the tasks are short and independent.
 - ``wide``, ``tree``, ``shuffle``: the ``cluster`` bench's graphs
-  (:mod:`bench.workloads`), coroutine tasks submitted as one graph each.
+  (:mod:`asynciocomm_bench.workloads`), coroutine tasks submitted as one graph each.
 - ``graph``: a large graph in one submission, where ``update_graph`` matters:
   ``width`` chains of ``depth`` tasks (:func:`chains`).
 """
@@ -14,8 +14,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from bench.cluster import workloads
-from bench.cluster.workloads import Workload, ainc
+from asynciocomm_bench.cluster import workloads
+from asynciocomm_bench.cluster.workloads import Workload, ainc
 
 NAMES = ("map", "wide", "tree", "shuffle", "graph")
 

@@ -4,7 +4,7 @@ Before and after a workload the driver takes a :class:`Snapshot`:
 - the scheduler process's CPU (user, system) and the worker processes' CPU,
   from ``/proc`` through psutil (PIDs are shared across network namespaces);
 - the CPU of the scheduler's event-loop thread and the comm counts of
-  :mod:`bench.scale.counting`, in one ``run_on_scheduler`` call;
+  :mod:`asynciocomm_bench.scale.counting`, in one ``run_on_scheduler`` call;
 - with namespaces, the byte and packet counters of the scheduler host's
   interface, from ``/proc/<scheduler pid>/net/dev`` (its own namespace's view).
 Differences per task are the metrics.
@@ -35,7 +35,7 @@ STATS: dict[str, tuple[str, str, bool, bool]] = {
     "wire_tx_bytes": ("bytes sent per task (interface)", "B", False, False),
     "wire_rx_pkts": ("packets received per task (interface)", "", False, False),
     "wire_tx_pkts": ("packets sent per task (interface)", "", False, False),
-    # the scheduler's garbage collector during the map (bench.gc.probe, timing mode)
+    # the scheduler's garbage collector during the map (asynciocomm_bench.gc.probe, timing mode)
     "gc_cpu_us": ("scheduler GC CPU per task", "µs", False, True),
     "gc_full": ("full collections per 1,000 tasks", "", False, False),
     "gc_pause_ms": ("longest GC pause", "ms", False, False),
@@ -50,12 +50,6 @@ WIRE_KEYS = ("wire_rx_bytes", "wire_rx_pkts", "wire_tx_bytes", "wire_tx_pkts")
 def metric_name(workload: str, workers: int, stat: str) -> str:
     """The metric key of one statistic, e.g. ``map_w64_sched_cpu_us``."""
     return f"{workload}_w{workers}_{stat}"
-
-
-def split_metric(name: str) -> tuple[str, int, str]:
-    """(workload, workers, stat) of a :func:`metric_name`."""
-    workload, w, stat = name.split("_", 2)
-    return workload, int(w[1:]), stat
 
 
 def metrics_for(workloads: list[str], workers: list[int]) -> dict[str, dict[str, Any]]:
@@ -88,7 +82,7 @@ def net_dev(pid: int, iface: str = "eth0") -> dict[str, int] | None:
 
 def probe() -> dict[str, float]:
     """Run on the scheduler's event loop: its thread CPU and the comm counts."""
-    from bench.scale import counting
+    from asynciocomm_bench.scale import counting
 
     return {"loop_cpu": time.thread_time(), **counting.snapshot()}
 

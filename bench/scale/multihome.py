@@ -13,11 +13,11 @@ distributed's worker passes its scheduler-facing IP (``default_host``) to its
 listener only for ``tcp`` and ``tls``; ``patches/0002`` passes it to every
 IP-based backend. The cases: stock ``tcp``, ``tcp`` with the asynciocomm
 takeover in the worker, ``asyncio``, ``asyncio+tls`` and, when the
-distributed sdist can be had (``bench.common.sdist``: ``$ASYNCIOCOMM_DISTRIBUTED_SDIST``,
+distributed sdist can be had (``asynciocomm_bench.common.sdist``: ``$ASYNCIOCOMM_DISTRIBUTED_SDIST``,
 the cache, else PyPI, as ``tests/test_patches.py`` gets it), ``asyncio``
 and ``asyncio+tls`` with ``patches/0002`` applied to the worker's distributed.
 
-    python -m bench.scale.multihome client SCHEDULER_FILE TLS(0|1) OUT.json REACH(0|1)
+    python -m asynciocomm_bench.scale.multihome client SCHEDULER_FILE TLS(0|1) OUT.json REACH(0|1)
 is the client part, run on the client host.
 """
 
@@ -32,10 +32,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.common.options import is_tls
-from bench.scale import netns
-from bench.scale.cluster import ROOT, ScaleCluster
-from bench.scale.tlshosts import make_host_tls
+from asynciocomm_bench.common.options import is_tls
+from asynciocomm_bench.scale import netns
+from asynciocomm_bench.scale.cluster import ScaleCluster
+from asynciocomm_bench.scale.tlshosts import make_host_tls
 
 #: (label, scheme, takeover in the worker, patches/0002 in the worker)
 CASES = (("tcp (stock)", "tcp", False, False),
@@ -54,9 +54,9 @@ def patched_distributed(workdir: Path) -> tuple[Path | None, str]:
     why not (no sdist: not set, not cached and PyPI out of reach)."""
     import distributed
 
-    from bench.common import sdist as sdists
+    from asynciocomm_bench.common import sdist as sdists
 
-    patch = next(iter(sorted((ROOT / "patches").glob("0002-*.patch"))), None)
+    patch = next(iter(sorted(sdists.PATCHES.glob("0002-*.patch"))), None)
     if patch is None:
         return None, "patches/0002 is missing"
     sdist, how = sdists.fetch(distributed.__version__)
@@ -118,7 +118,7 @@ def run_case(scheme: str, takeover: bool, patched: Path | None, hosts: dict[str,
                       worker_args=("--takeover",) if takeover else (),
                       pythonpath={"h0": str(patched)} if patched else None) as cluster:
         out_file = workdir / "probe.json"
-        probe = cluster.spawn("c", "probe", ["-m", "bench.scale.multihome", "client",
+        probe = cluster.spawn("c", "probe", ["-m", "asynciocomm_bench.scale.multihome", "client",
                                              str(cluster.scheduler_file),
                                              "1" if is_tls(scheme) else "0", str(out_file),
                                              "1" if reach else "0"])
@@ -171,7 +171,7 @@ def check(loopback: bool = False, cases: tuple[str, ...] | None = None,
 def main(argv: list[str]) -> int:
     """``client SCHEDULER_FILE TLS OUT REACH``: the probe; no argument: the whole check."""
     if argv and argv[0] == "client":
-        from bench.scale.lifeline import die_with_parent
+        from asynciocomm_bench.scale.lifeline import die_with_parent
 
         die_with_parent()
         out = asyncio.run(_probe(argv[1], argv[2] == "1", argv[4] == "1"))

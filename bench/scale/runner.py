@@ -8,11 +8,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common.options import is_tls
-from bench.scale.cluster import ScaleCluster
-from bench.scale.graphs import Sizes
-from bench.scale.netns import Host
-from bench.scale.tlshosts import HostTLS
+from asynciocomm_bench.common.options import is_tls
+from asynciocomm_bench.scale.cluster import ScaleCluster
+from asynciocomm_bench.scale.graphs import Sizes
+from asynciocomm_bench.scale.netns import Host
+from asynciocomm_bench.scale.tlshosts import HostTLS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,7 +39,7 @@ def run_cluster(scheme: str, loop: str, workers: int, hosts: dict[str, Host],
     ``workloads`` (default: every one ``sizes`` names) run in that order.
     ``pythonpath`` goes first on every host's PYTHONPATH (a patched
     distributed); ``gc_attribution`` runs the map once more with the garbage
-    collector's garbage attributed (:mod:`bench.gc.probe`).
+    collector's garbage attributed (:mod:`asynciocomm_bench.gc.probe`).
     Returns the driver's result (``values`` per workload, ``errors``,
     ``loop_classes``, ``profile``) plus the cluster's shape.
     """
@@ -65,7 +65,7 @@ def run_cluster(scheme: str, loop: str, workers: int, hosts: dict[str, Host],
         spec_file, out_file = workdir / "driver-spec.json", workdir / "driver-out.json"
         spec_file.write_text(json.dumps(spec))
         out_file.unlink(missing_ok=True)
-        driver = cluster.spawn("c", "driver", ["-m", "bench.scale.driver",
+        driver = cluster.spawn("c", "driver", ["-m", "asynciocomm_bench.scale.driver",
                                                str(spec_file), str(out_file)])
         deadline = time.monotonic() + bounds.driver_timeout(
             len(spec["workloads"]) + gc_attribution)

@@ -1,9 +1,9 @@
 """``scale``: many workers on separate hosts, stock comms against asynciocomm.
 
 One repetition starts, for every worker count W and every scheme@loop in turn,
-a fresh cluster (:mod:`bench.scale.runner`): a scheduler host, a client host and
+a fresh cluster (:mod:`asynciocomm_bench.scale.runner`): a scheduler host, a client host and
 up to ``hosts`` worker hosts, each a network namespace on one bridge
-(:mod:`bench.scale.netns`), or loopback when namespaces cannot be made. The
+(:mod:`asynciocomm_bench.scale.netns`), or loopback when namespaces cannot be made. The
 repetitions interleave every configuration, and each ratio against stock is
 paired within a repetition. In the last repetition, at the largest W, the map
 workload runs once more under py-spy on the scheduler, for every scheme@loop.
@@ -14,17 +14,17 @@ from __future__ import annotations
 import dataclasses
 import tempfile
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
-from bench.common.options import stock_scheme
-from bench.common.progress import Bar
-from bench.common.stats import summarize
-from bench.scale import categories, metrics, netns
-from bench.scale.graphs import Sizes
-from bench.scale.runner import RunBounds, run_cluster
-from bench.scale.tlshosts import make_host_tls
+from asynciocomm_bench.common.options import stock_scheme
+from asynciocomm_bench.common.progress import Bar
+from asynciocomm_bench.common.stats import summarize
+from asynciocomm_bench.common.sweep import Sweep
+from asynciocomm_bench.scale import categories, metrics, netns
+from asynciocomm_bench.scale.graphs import Sizes
+from asynciocomm_bench.scale.runner import RunBounds, run_cluster
+from asynciocomm_bench.scale.tlshosts import make_host_tls
 
 @dataclasses.dataclass(frozen=True)
 class ScaleBounds:
@@ -66,14 +66,13 @@ def run_scale(schemes: list[str], loops: list[str], bounds: ScaleBounds, outdir:
     labels = [f"{s}@{lp}" for s, lp in configs]
     names = bounds.sizes.names()
     samples: list[dict[str, Any]] = []
-    errors: list[dict[str, Any]] = []
     runs: list[dict[str, Any]] = []
     profiles: list[dict[str, Any]] = []
     loop_classes: dict[str, Any] = {}
     raw = outdir / "raw"
     raw.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    reps_done, truncated = 0, False
+    sweep = Sweep("scale", bounds.reps, bounds.budget_s)
+    errors = sweep.errors
     wmax = max(bounds.workers)
     total = bounds.reps * len(bounds.workers) * len(configs)
     with tempfile.TemporaryDirectory(prefix="asynciocomm-bench-scale-") as tmp, \
@@ -84,11 +83,7 @@ def run_scale(schemes: list[str], loops: list[str], bounds: ScaleBounds, outdir:
             log(f"scale: no network namespaces ({fallback}); every host is on loopback")
         tls = make_host_tls(Path(tmp) / "tls", {h: [x.address] for h, x in hosts.items()}) \
             if any(s.endswith("tls") for s in schemes) else None
-        for rep in range(bounds.reps):
-            if rep and (time.monotonic() - started) * (rep + 1) / rep > bounds.budget_s:
-                truncated = True
-                log(f"scale: time budget reached after {rep} repetitions")
-                break
+        for rep in sweep.repetitions(log):
             for w in bounds.workers:
                 for (scheme, loop), label in zip(configs, labels):
                     prof = None
@@ -106,9 +101,7 @@ def run_scale(schemes: list[str], loops: list[str], bounds: ScaleBounds, outdir:
                                           workloads=bounds.workloads_at(w))
                     except Exception as exc:
                         bar.advance()
-                        errors.append({"rep": rep, "config": label, "workers": w,
-                                       "error": f"{type(exc).__name__}: {exc}"[:2000],
-                                       "traceback": traceback.format_exc(limit=6)})
+                        sweep.failed(rep, label, exc, cut=2000, workers=w)
                         log(f"scale: {label} at {w} workers failed: {str(exc)[:300]}")
                         continue
                     bar.advance()
@@ -126,7 +119,6 @@ def run_scale(schemes: list[str], loops: list[str], bounds: ScaleBounds, outdir:
                                      "value": float(v)} for k, v in values.items()]
                     if out.get("profile"):
                         profiles.append(_profile_entry(label, scheme, loop, w, out["profile"]))
-            reps_done = rep + 1
     same_loop = {lab: f"{stock_scheme(s)}@{lp}" for (s, lp), lab in zip(configs, labels)}
     metric_meta = metrics.metrics_for(names, list(bounds.workers))
     return {
@@ -144,19 +136,19 @@ def run_scale(schemes: list[str], loops: list[str], bounds: ScaleBounds, outdir:
         "network": "loopback" if fallback else "namespaces",
         "network_note": fallback,
         "sizes": dataclasses.asdict(bounds.sizes),
-        "reps_done": reps_done,
-        "truncated": truncated,
+        "reps_done": sweep.reps_done,
+        "truncated": sweep.truncated,
         "runs": runs,
         "profiles": profiles,
         "loop_classes": loop_classes,
         "errors": errors,
-        "seconds": time.monotonic() - started,
+        "seconds": sweep.seconds(),
     }
 
 
 def _profile_entry(label: str, scheme: str, loop: str, workers: int,
                    prof: dict[str, Any]) -> dict[str, Any]:
-    from bench.profile import speedscope
+    from asynciocomm_bench.profile import speedscope
 
     path = Path(prof["speedscope"])
     entry: dict[str, Any] = {"config": label, "scheme": scheme, "loop": loop,

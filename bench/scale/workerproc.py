@@ -6,7 +6,7 @@ so that hundreds of workers fit on two cores. The loop is chosen through
 distributed's ``distributed.admin.event-loop`` setting (the environment's
 ``DASK_DISTRIBUTED__ADMIN__EVENT_LOOP``); no policy is installed.
 
-    python -m bench.scale.workerproc SCHEDULER_ADDRESS --workers N --host IP
+    python -m asynciocomm_bench.scale.workerproc SCHEDULER_ADDRESS --workers N --host IP
         [--protocol SCHEME] [--name PREFIX] [--local-directory DIR]
 
 It prints ``WORKER <name> <address> <listener class>`` per worker and
@@ -22,7 +22,7 @@ import signal
 import sys
 from typing import Any
 
-from bench.scale.lifeline import die_with_parent
+from asynciocomm_bench.scale.lifeline import die_with_parent
 
 #: Workers started at once: every start is a handshake and a registration at
 #: the scheduler, and hundreds at once make its accept queue the bottleneck.
@@ -34,7 +34,7 @@ CLOSE_TIMEOUT_S = 10.0
 
 def parse(argv: list[str]) -> argparse.Namespace:
     """The command line."""
-    p = argparse.ArgumentParser(prog="python -m bench.scale.workerproc")
+    p = argparse.ArgumentParser(prog="python -m asynciocomm_bench.scale.workerproc")
     p.add_argument("scheduler")
     p.add_argument("--workers", type=int, required=True)
     p.add_argument("--host", default=None, help="address to listen on (default: all)")

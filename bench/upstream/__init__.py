@@ -12,6 +12,6 @@ and compared test by test.
 CI runs it on a small synthetic source tree (``tests/bench/upstream``).
 """
 
-from bench.upstream.command import add_parser, run
+from asynciocomm_bench.upstream.command import add_parser, run
 
 __all__ = ["add_parser", "run"]

@@ -6,7 +6,7 @@ the user has (a checkout of distributed at the tag of the installed release) and
 runs the chosen modules from it against the installed distributed. For each loop
 it runs them twice in fresh pytest processes, once with the stock comm and once
 with asynciocomm serving ``tcp://`` and ``tls://`` in every process (the test
-process through ``bench.upstream.plugin``, processes the tests start through the
+process through ``asynciocomm_bench.upstream.plugin``, processes the tests start through the
 preload settings), then runs each test whose outcome differs again on both
 comms (``--reruns``). Writes ``upstream.md`` and ``upstream.json`` into ``--out``.
 """
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.upstream import compare, report, runs
+from asynciocomm_bench.upstream import compare, report, runs
 
 #: The modules run by default: distributed's comm, core and batched tests.
 DEFAULT_MODULES = ("distributed/comm/tests/test_comms.py", "distributed/tests/test_core.py",
@@ -57,7 +57,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _check(args: argparse.Namespace) -> tuple[Path, list[str], list[str]]:
-    from bench.common.options import BenchError, check_loops
+    from asynciocomm_bench.common.options import BenchError, check_loops
 
     source = args.source.resolve()
     if not source.is_dir():
@@ -83,7 +83,7 @@ def command_line(args: argparse.Namespace, targets: list[str], loops: list[str])
 
 def run(args: argparse.Namespace) -> Path:
     """Run the subcommand; returns the output directory."""
-    from bench.common.environment import describe
+    from asynciocomm_bench.common.environment import describe
 
     source, targets, loops = _check(args)
     stamp = datetime.datetime.now(datetime.timezone.utc)

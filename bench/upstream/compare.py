@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
-from bench.upstream.runs import Outcome, Run
+from asynciocomm_bench.upstream.runs import Outcome, Run
 
 #: The classes of a test, in the order the report lists them.
 CLASSES = ("passed on both", "failed on both", "skipped on both", "differs")

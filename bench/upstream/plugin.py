@@ -1,4 +1,4 @@
-"""The pytest plugin of ``asynciocomm-bench upstream`` (``-p bench.upstream.plugin``).
+"""The pytest plugin of ``asynciocomm-bench upstream`` (``-p asynciocomm_bench.upstream.plugin``).
 
 It runs inside each pytest process that runs distributed's own test modules, and
 is imported before the source tree's ``conftest.py`` and before any test module,

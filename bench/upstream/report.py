@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.upstream.compare import CLASSES, Verdict, counts
-from bench.upstream.runs import Run
+from asynciocomm_bench.upstream.compare import CLASSES, Verdict, counts
+from asynciocomm_bench.upstream.runs import Run
 
 
 def _cell(text: str, limit: int = 160) -> str:

@@ -106,7 +106,7 @@ def command(source: Path, targets: list[str], *, runslow: bool, test_timeout: fl
             extra: list[str]) -> list[str]:
     """The pytest command line of a process (the source tree's own ``conftest.py``
     and pytest settings apply, as its rootdir)."""
-    cmd = [sys.executable, "-m", "pytest", "-p", "bench.upstream.plugin",
+    cmd = [sys.executable, "-m", "pytest", "-p", "asynciocomm_bench.upstream.plugin",
            "-p", "no:cacheprovider", "--import-mode=importlib", f"--rootdir={source}",
            "--continue-on-collection-errors", "-q", "-rN"]
     if _has_pytest_timeout():

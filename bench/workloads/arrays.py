@@ -31,8 +31,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from bench.workloads.answers import Answer, array_answer
-from bench.workloads.catalog import SMALL, Params, Workload, identity_answer, scaled
+from asynciocomm_bench.workloads.answers import Answer, array_answer
+from asynciocomm_bench.workloads.workload import SMALL, Params, Workload, identity_answer, scaled
 
 MiB = 1 << 20
 

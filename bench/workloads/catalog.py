@@ -8,53 +8,18 @@ with it, with a floor that keeps the smallest scale (the tests') meaningful.
 
 Each one has three parts: ``run(client, p)``, the timed computation (it returns
 what ``answer`` needs); ``answer(client, handle, p)``, its fingerprint
-(:mod:`bench.workloads.answers`), untimed; and ``expected(p)``, the right answer,
+(:mod:`asynciocomm_bench.workloads.answers`), untimed; and ``expected(p)``, the right answer,
 from a closed form or from dask's local threaded scheduler on the same graph
 (task-based where the run uses P2P).
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable
-from typing import Any
-
-from bench.workloads.answers import Answer
-
-Params = dict[str, Any]
-
-#: At or below this scale a workload takes its small form (fewer rows per
-#: partition, smaller fields), which the warm-ups and the tests run.
-SMALL = 0.05
-
-
-@dataclasses.dataclass(frozen=True)
-class Workload:
-    """One user workload."""
-
-    name: str
-    family: str
-    #: What it does at scale 1, for the report.
-    what: str
-    size: Callable[[float], Params]
-    run: Callable[[Any, Params], Any]
-    answer: Callable[[Any, Any, Params], Answer]
-    expected: Callable[[Params], Answer]
-
-
-def identity_answer(client: Any, handle: Any, p: Params) -> Answer:
-    """For workloads whose timed part already returns the answer."""
-    return dict(handle)
-
-
-def scaled(base: float, scale: float, floor: int) -> int:
-    """``base × scale``, rounded, at least ``floor``."""
-    return max(floor, int(round(base * scale)))
-
+from asynciocomm_bench.workloads.workload import Workload
 
 def all_workloads() -> list[Workload]:
     """Every workload, in the report's order."""
-    from bench.workloads import arrays, frames, futures, stealing
+    from asynciocomm_bench.workloads import arrays, frames, futures, stealing
 
     return [*futures.WORKLOADS, *arrays.WORKLOADS, *frames.WORKLOADS,
             *stealing.WORKLOADS]
@@ -62,7 +27,7 @@ def all_workloads() -> list[Workload]:
 
 def select(names: list[str] | None) -> list[Workload]:
     """The named workloads in catalog order (all when ``names`` is empty)."""
-    from bench.common.options import BenchError
+    from asynciocomm_bench.common.options import BenchError
 
     every = all_workloads()
     if not names:

@@ -7,7 +7,7 @@ import datetime
 from pathlib import Path
 from typing import Any
 
-from bench.common.options import BenchError, check_loops
+from asynciocomm_bench.common.options import BenchError, check_loops
 
 #: Time budget of the default run (seconds): no pair starts that would likely end
 #: after it. The default run (4 loop × security groups, 3 pairs, scale 1) is
@@ -29,7 +29,7 @@ def _security(text: str) -> list[bool]:
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``workloads`` on an argparse subparsers object."""
-    from bench.workloads import suite
+    from asynciocomm_bench.workloads import suite
 
     doc = "real user workloads (arrays, rechunks, dataframes, futures, stealing), A/B"
     p = subparsers.add_parser("workloads", help=doc, description=suite.__doc__)
@@ -60,9 +60,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> Path:
     """Run the suite, write results.json, report.md and the plots."""
-    from bench.common import environment, results
-    from bench.report.publish import publish
-    from bench.workloads import catalog, suite
+    from asynciocomm_bench.common import environment, results
+    from asynciocomm_bench.report.publish import publish
+    from asynciocomm_bench.workloads import catalog, suite
 
     wls = catalog.select([n.strip() for n in args.only.split(",") if n.strip()])
     if args.list:

@@ -1,6 +1,6 @@
 """One process of ``workloads``: it runs a plan of workload runs on fresh clusters.
 
-    python -m bench.workloads.driver PLAN.json
+    python -m asynciocomm_bench.workloads.driver PLAN.json
 
 The plan names one event loop and a list of runs (workload, scheme). Each run
 gets a fresh ``distributed.LocalCluster`` with worker processes on that scheme
@@ -39,7 +39,7 @@ from typing import Any
 
 RESULT_TAG = "WORKLOADS-RESULT "
 #: The warm-up runs the workload at this fraction of the measured scale, in its
-#: small form (:data:`bench.workloads.catalog.SMALL`; each size has a floor):
+#: small form (:data:`asynciocomm_bench.workloads.workload.SMALL`; each size has a floor):
 #: enough to import and connect everything, a second or two.
 WARM_FRACTION = 0.05
 #: Polls (every 50 ms) for the scheduler to forget the warm-up's tasks.
@@ -86,9 +86,9 @@ def cluster_config(loop: str) -> dict[str, Any]:
 #: Imported by the forkserver that worker processes fork from, so that a fresh
 #: worker has them already: the first dataframe task of a fresh cluster took 2-3 s
 #: here without them, 0.4-0.7 s with them. distributed's own list is kept.
-FORKSERVER_PRELOAD = ["dask.array", "dask.dataframe", "pyarrow", "bench.workloads.arrays",
-                      "bench.workloads.frames", "bench.workloads.futures",
-                      "bench.workloads.stealing"]
+FORKSERVER_PRELOAD = ["dask.array", "dask.dataframe", "pyarrow",
+                      "asynciocomm_bench.workloads.arrays", "asynciocomm_bench.workloads.frames",
+                      "asynciocomm_bench.workloads.futures", "asynciocomm_bench.workloads.stealing"]
 
 
 def _preload_forkserver() -> None:
@@ -104,8 +104,8 @@ def _preload_forkserver() -> None:
 
 
 def _security(plan: dict[str, Any], scheme: str) -> Any:
-    from bench.common.options import is_tls
-    from bench.common.tlsfiles import TLSFiles
+    from asynciocomm_bench.common.options import is_tls
+    from asynciocomm_bench.common.tlsfiles import TLSFiles
 
     if not is_tls(scheme):
         return None
@@ -118,7 +118,7 @@ def _profiler(plan: dict[str, Any], run: dict[str, Any]) -> Any:
         return None
     from pathlib import Path
 
-    from bench.profile.suite import PySpy
+    from asynciocomm_bench.profile.suite import PySpy
 
     return PySpy(os.getpid(), Path(run["profile"]), max_s=plan["timeout_s"])
 
@@ -128,7 +128,7 @@ def measure(plan: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     import dask
     from distributed import Client, LocalCluster
 
-    from bench.workloads.catalog import by_name
+    from asynciocomm_bench.workloads.catalog import by_name
 
     wl = by_name(run["workload"])
     p, warm = wl.size(plan["scale"]), wl.size(plan["scale"] * WARM_FRACTION)
@@ -176,7 +176,7 @@ def measure(plan: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
 
 def expected(plan: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     """The right answer of one workload at the plan's scale."""
-    from bench.workloads.catalog import by_name
+    from asynciocomm_bench.workloads.catalog import by_name
 
     wl = by_name(run["workload"])
     t0 = time.perf_counter()
@@ -214,7 +214,7 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    from bench.scale.lifeline import die_with_parent
+    from asynciocomm_bench.scale.lifeline import die_with_parent
 
     die_with_parent()
     sys.exit(main(sys.argv[1:]))

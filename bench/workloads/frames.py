@@ -12,7 +12,7 @@ From coiled/benchmarks' ``test_dataframe.py``, ``test_join.py`` and
 - ``join_p2p``: two such frames joined on ``int(x·1e9)`` (inner), by P2P.
 
 The answer of a frame is its row count and the sum of its row hashes
-(:func:`bench.workloads.answers.frame_digest`), which does not depend on the
+(:func:`asynciocomm_bench.workloads.answers.frame_digest`), which does not depend on the
 order of rows or partitions; a sorted index is checked as well. The groupby's
 float aggregates are checked as sums within the float tolerance.
 """
@@ -22,8 +22,8 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from bench.workloads.answers import (DIGEST_META, Answer, digest_answer, frame_digest)
-from bench.workloads.catalog import SMALL, Params, Workload, identity_answer, scaled
+from asynciocomm_bench.workloads.answers import (DIGEST_META, Answer, digest_answer, frame_digest)
+from asynciocomm_bench.workloads.workload import SMALL, Params, Workload, identity_answer, scaled
 
 START = datetime.date(2020, 1, 1)
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.workloads.answers import Answer
-from bench.workloads.catalog import Params, Workload, identity_answer, scaled
+from asynciocomm_bench.workloads.answers import Answer
+from asynciocomm_bench.workloads.workload import Params, Workload, identity_answer, scaled
 
 
 def inc(x: int) -> int:

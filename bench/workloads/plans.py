@@ -1,4 +1,4 @@
-"""Running plans of :mod:`bench.workloads.driver` in subprocesses, and recovering.
+"""Running plans of :mod:`asynciocomm_bench.workloads.driver` in subprocesses, and recovering.
 
 A plan is run by one driver process. Its results come back one line at a time;
 if the process ends before all of them (a run outlived its time and the driver
@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from bench.workloads.driver import RESULT_TAG
+from asynciocomm_bench.workloads.driver import RESULT_TAG
 
 #: Seconds a driver may be silent beyond a run's own timeout (its cluster's
 #: start and close, the warm-up) before it is stopped from here.
@@ -65,7 +65,7 @@ def _drive(plan: dict[str, Any], log: IO[bytes]) -> Iterator[dict[str, Any]]:
                                      delete=False) as f:
         json.dump(plan, f)
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "DASK_LOGGING__DISTRIBUTED": "error"}
-    proc = subprocess.Popen([sys.executable, "-m", "bench.workloads.driver", f.name],
+    proc = subprocess.Popen([sys.executable, "-m", "asynciocomm_bench.workloads.driver", f.name],
                             stdout=subprocess.PIPE, stderr=log, text=True, env=env,
                             start_new_session=True)
     lines: queue.Queue[str | None] = queue.Queue()

@@ -41,7 +41,7 @@ def _profiles(runs: list[dict[str, Any]]) -> list[str]:
     """The profiled runs: the scheduler loop's busy time per category."""
     if not runs:
         return []
-    from bench.profile.speedscope import CATEGORIES
+    from asynciocomm_bench.profile.speedscope import CATEGORIES
 
     cats = [c for c in CATEGORIES if c != "idle"]
     lines = ["", "py-spy on the scheduler's event-loop thread (\"IO loop\") during one more "

@@ -2,7 +2,7 @@
 
 - ``trivial_fanout``: one task makes 1 MiB, and thousands of trivial tasks read it
   (there: 10,000 tasks on 20 threads; here 2,000 on 2, about 12 s: each costs
-  about 6 ms of wall time on this machine, see :mod:`bench.workloads.futures`;
+  about 6 ms of wall time on this machine, see :mod:`asynciocomm_bench.workloads.futures`;
   ``--scale 10`` makes it 20,000);
 - ``stealing_inhomogeneous``: 500 tasks (here 250) that sleep for lognormal(1, 1.3) seconds
   (seed 42, at most 60 s), here scaled by ``SLEEP_SCALE`` to fit 2 single-thread
@@ -20,8 +20,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from bench.workloads.answers import Answer
-from bench.workloads.catalog import Params, Workload, identity_answer, scaled
+from asynciocomm_bench.workloads.answers import Answer
+from asynciocomm_bench.workloads.workload import Params, Workload, identity_answer, scaled
 
 #: The inhomogeneous delays are scaled from a cluster of 20 threads (mean delay
 #: 6.3 s, 500 tasks: 160 s) to 2 threads: 250 tasks in about 3 s.

@@ -2,7 +2,7 @@
 
 For every event loop and security (plain: ``tcp`` against ``asyncio``; TLS:
 ``tls`` against ``asyncio+tls``) and every pair, one driver process
-(:mod:`bench.workloads.driver`) runs each workload on both comms, one after the
+(:mod:`asynciocomm_bench.workloads.driver`) runs each workload on both comms, one after the
 other, on fresh clusters: the stock comm first in even pairs and asynciocomm
 first in odd ones, shifted by one from each workload to the next (ABBA), so that
 a drift of the machine's load favours neither. The pairs are the outer loop, so
@@ -18,17 +18,16 @@ from __future__ import annotations
 
 import dataclasses
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from bench.common.options import over_budget
-from bench.common.progress import Bar
-from bench.common.stats import summarize
-from bench.common.tlsfiles import make_tls_files
-from bench.workloads import plans
-from bench.workloads.answers import Answer, differences
-from bench.workloads.catalog import Workload
+from asynciocomm_bench.common.progress import Bar
+from asynciocomm_bench.common.stats import summarize
+from asynciocomm_bench.common.sweep import Sweep
+from asynciocomm_bench.common.tlsfiles import make_tls_files
+from asynciocomm_bench.workloads import plans
+from asynciocomm_bench.workloads.answers import Answer, differences
+from asynciocomm_bench.workloads.workload import Workload
 
 #: The statistics of every workload: (metric suffix, title, unit).
 STATS = (("wall_s", "wall time", "s"),
@@ -138,8 +137,8 @@ class Checker:
 def profile_runs(wls: list[Workload], opts: Options, groups: list[tuple[str, bool]],
                  tls_files: Any, outdir: Path, workdir: Path, bar: Bar) -> list[dict[str, Any]]:
     """One run of each workload and comm under py-spy, and the scheduler's
-    event-loop thread ("IO loop") per category (:mod:`bench.profile.speedscope`)."""
-    from bench.profile import speedscope
+    event-loop thread ("IO loop") per category (:mod:`asynciocomm_bench.profile.speedscope`)."""
+    from asynciocomm_bench.profile import speedscope
 
     out = []
     for loop, tls in groups:
@@ -172,8 +171,7 @@ def run_workloads(wls: list[Workload], opts: Options, *, quiet: bool = False,
     labels = [f"{s}@{lp}" for s, lp in configs]
     samples: list[dict[str, Any]] = []
     runs: list[dict[str, Any]] = []
-    started = time.monotonic()
-    pairs_done, truncated = 0, False
+    sweep = Sweep("workloads", opts.pairs, opts.budget_s, unit="pairs")
     loop_classes: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="asynciocomm-bench-workloads-") as tmp:
         workdir = logdir or Path(tmp)
@@ -183,11 +181,7 @@ def run_workloads(wls: list[Workload], opts: Options, *, quiet: bool = False,
             want, errors = expected_answers(wls, opts, workdir, bar)
             bar.advance()
             checker = Checker(want)
-            for pair in range(opts.pairs):
-                if over_budget(started, pair, opts.budget_s):
-                    truncated = True
-                    bar.log(f"workloads: time budget reached after {pair} pairs")
-                    break
+            for pair in sweep.repetitions(bar.log):
                 for loop, tls in groups:
                     bar.describe(f"pair {pair + 1}/{opts.pairs} {loop}"
                                  f"{' TLS' if tls else ''}")
@@ -213,7 +207,6 @@ def run_workloads(wls: list[Workload], opts: Options, *, quiet: bool = False,
                         samples += [{"rep": pair, "config": _label(row),
                                      "metric": f"{row['workload']}_{stat}",
                                      "value": float(row[stat])} for stat, _, _ in STATS]
-                pairs_done = pair + 1
             profiles = (profile_runs(wls, opts, groups, tls_files, outdir or workdir,
                                      workdir, bar) if opts.profile else [])
     metrics = metrics_for(wls)
@@ -236,8 +229,8 @@ def run_workloads(wls: list[Workload], opts: Options, *, quiet: bool = False,
         "runs": runs,
         "profiles": profiles,
         "options": dataclasses.asdict(opts),
-        "reps_done": pairs_done,
-        "truncated": truncated,
+        "reps_done": sweep.reps_done,
+        "truncated": sweep.truncated,
         "errors": errors,
-        "seconds": time.monotonic() - started,
+        "seconds": sweep.seconds(),
     }

@@ -20,7 +20,7 @@ def speedscope_file() -> Path:
 def _section(metric: str, title: str, values: dict[str, list[float]],
              higher: bool = True) -> dict[str, Any]:
     """A section with one metric; configurations are labelled scheme@loop."""
-    from bench.common.stats import summarize
+    from asynciocomm_bench.common.stats import summarize
 
     metrics = {metric: {"title": title, "unit": "op/s", "higher_is_better": higher}}
     samples = [{"rep": rep, "config": cfg, "metric": metric, "value": v}
@@ -47,7 +47,7 @@ def tiny_doc() -> dict[str, Any]:
     comm, asyncio@uvloop beats tcp@uvloop 3, 2 and 2.5 times over 3 repetitions;
     in cluster, asyncio@asyncio halves tcp@asyncio's wall time, over 2 repetitions
     only."""
-    from bench.common.results import new_document
+    from asynciocomm_bench.common.results import new_document
 
     doc = new_document("smoke", ["comm", "--size", "smoke"])
     doc["comm"] = _section("ping_rts", "a metric",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench import cli
+from asynciocomm_bench import cli, suites
 
 
 def test_unknown_scheme_is_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -32,8 +32,8 @@ def test_default_subcommand_is_quick() -> None:
 
 def test_all_runs_tls_in_its_cluster_and_profile_parts_and_scale() -> None:
     every = ["tcp", "tls", "asyncio", "asyncio+tls"]
-    assert cli.part_schemes("all", every) == every
-    assert cli.part_schemes("quick", every) == ["tcp", "asyncio"]
+    assert suites.part_schemes("all", every) == every
+    assert suites.part_schemes("quick", every) == ["tcp", "asyncio"]
     args = cli.build_parser().parse_args(["all"])
     assert args.no_scale is False
     assert "scale" in cli.commands()
@@ -42,12 +42,12 @@ def test_all_runs_tls_in_its_cluster_and_profile_parts_and_scale() -> None:
 def test_more_repetitions_than_the_presets_get_a_budget_to_match() -> None:
     """--reps 6 of a 3-repetition preset doubles its time budget, so that the
     budget does not stop the run at the preset's count; fewer keep it."""
-    from bench.cli import _with_reps
-    from bench.common.options import CLUSTER_BOUNDS, COMM_BOUNDS
+    from asynciocomm_bench.common.options import CLUSTER_BOUNDS, COMM_BOUNDS
 
     full = COMM_BOUNDS["full"]
-    assert _with_reps(full, None) is full
-    six = _with_reps(full, 6)
+    assert suites.with_reps(full, None) is full
+    six = suites.with_reps(full, 6)
     assert six.reps == 6 and six.budget_s == 2 * full.budget_s
-    assert _with_reps(full, 2).budget_s == full.budget_s
-    assert _with_reps(CLUSTER_BOUNDS["full"], 6).budget_s == 2 * CLUSTER_BOUNDS["full"].budget_s
+    assert suites.with_reps(full, 2).budget_s == full.budget_s
+    cluster = CLUSTER_BOUNDS["full"]
+    assert suites.with_reps(cluster, 6).budget_s == 2 * cluster.budget_s

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from distributed.comm import connect, listen
 
-from bench.reliability.conn import echo
+from asynciocomm_bench.reliability.conn import echo
 from tests.certs import Certs
 from tests.variants import VARIANTS, Variant
 

@@ -23,7 +23,7 @@ from distributed.comm.core import CommClosedError
 from distributed.comm.registry import get_backend
 from distributed.core import Server, rpc
 
-from bench.reliability.conn import echo
+from asynciocomm_bench.reliability.conn import echo
 from tests.certs import Certs
 from tests.helpers_net import RawPeer, roundtrip
 from tests.variants import Variant, connect_to, serve

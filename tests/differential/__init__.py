@@ -1,13 +1,13 @@
 """The differential harness's glue to the test variants (``tests.variants``) and
 the test PKI. The harness itself (operations, generator, runner, comparison,
-known divergences) is ``bench.reliability.differential``, shared with
+known divergences) is ``asynciocomm_bench.reliability.differential``, shared with
 ``asynciocomm-bench differential``."""
 
 from __future__ import annotations
 
-from bench.reliability.differential.compare import differences, report
-from bench.reliability.differential.ops import Sequence
-from bench.reliability.differential.runner import Trace, run_sequence
+from asynciocomm_bench.reliability.differential.compare import differences, report
+from asynciocomm_bench.reliability.differential.ops import Sequence
+from asynciocomm_bench.reliability.differential.runner import Trace, run_sequence
 from tests.certs import Certs
 from tests.variants import VARIANTS, Variant
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from bench.reliability.conn import TLSSpec
-from bench.reliability.procs import fd_count
+from asynciocomm_bench.reliability.conn import TLSSpec
+from asynciocomm_bench.reliability.procs import fd_count
 from tests.certs import Certs
 from tests.variants import VARIANTS, Variant
 

@@ -19,10 +19,10 @@ from distributed.comm import connect
 from distributed.comm.core import CommClosedError
 from distributed.protocol import to_serialize
 
-from bench.reliability.conn import connect_args, connect_close_cycles, roundtrip, serve
-from bench.reliability.hostile import RawPeer, open_idle_sockets, socket_state
-from bench.reliability.procs import PeerProcess, fd_count
-from bench.reliability.soak import check_message, make_message, soak_handler
+from asynciocomm_bench.reliability.conn import connect_args, connect_close_cycles, roundtrip, serve
+from asynciocomm_bench.reliability.hostile import RawPeer, open_idle_sockets, socket_state
+from asynciocomm_bench.reliability.procs import PeerProcess, fd_count
+from asynciocomm_bench.reliability.soak import check_message, make_message, soak_handler
 from tests.reliability._util import (REL, TLS, eventually, hygiene, params, security,
                                      tls_spec)
 from tests.variants import raw_socket

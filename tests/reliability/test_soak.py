@@ -14,8 +14,8 @@ import asyncio
 
 import pytest
 
-from bench.reliability.conn import connect_args, roundtrip, serve
-from bench.reliability.soak import soak, soak_handler
+from asynciocomm_bench.reliability.conn import connect_args, roundtrip, serve
+from asynciocomm_bench.reliability.soak import soak, soak_handler
 from tests.reliability._util import REL, hygiene, params, security
 
 

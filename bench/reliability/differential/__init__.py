@@ -14,6 +14,6 @@ asynciocomm's in reference cycles.
 CI runs it from ``tests/test_differential.py``.
 """
 
-from bench.reliability.differential.command import add_parser, run
+from asynciocomm_bench.reliability.differential.command import add_parser, run
 
 __all__ = ["add_parser", "run"]

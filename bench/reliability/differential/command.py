@@ -71,7 +71,7 @@ class Divergence(AssertionError):
 
 
 def _families(schemes: list[str]) -> list[tuple[str, ...]]:
-    from bench.common.options import BenchError
+    from asynciocomm_bench.common.options import BenchError
 
     unknown = [s for s in schemes if s not in VARIANTS]
     if unknown:
@@ -88,7 +88,7 @@ def _families(schemes: list[str]) -> list[tuple[str, ...]]:
 async def _traces(seq: Any, names: tuple[str, ...], security: Any, wait: float,
                   open_bugs: frozenset[str]) -> dict[str, Any]:
     import asynciocomm
-    from bench.reliability.differential.runner import run_sequence
+    from asynciocomm_bench.reliability.differential.runner import run_sequence
 
     out = {}
     for i, name in enumerate(names):
@@ -112,11 +112,11 @@ def search(names: tuple[str, ...], loop: str, args: argparse.Namespace, security
     """Generate and compare until a divergence, ``--examples`` or the deadline."""
     from hypothesis import HealthCheck, Phase, given, seed, settings
 
-    from bench.common.loops import run_on_loop
-    from bench.reliability.differential.compare import differences, report
-    from bench.reliability.differential.known import OPEN_BUGS
-    from bench.reliability.differential.ops import op_text
-    from bench.reliability.differential.strategies import sequences
+    from asynciocomm_bench.common.loops import run_on_loop
+    from asynciocomm_bench.reliability.differential.compare import differences, report
+    from asynciocomm_bench.reliability.differential.known import OPEN_BUGS
+    from asynciocomm_bench.reliability.differential.ops import op_text
+    from asynciocomm_bench.reliability.differential.strategies import sequences
 
     open_bugs = frozenset() if args.all_bugs else OPEN_BUGS
     outcome = Outcome(loop, names)
@@ -176,8 +176,8 @@ def render(outcomes: list[Outcome], args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> Path:
     """Run the subcommand; returns the output directory."""
-    from bench.common.options import BenchError, check_loops
-    from bench.common.tlsfiles import make_tls_files
+    from asynciocomm_bench.common.options import BenchError, check_loops
+    from asynciocomm_bench.common.tlsfiles import make_tls_files
 
     try:
         import hypothesis  # noqa: F401

@@ -12,8 +12,8 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench.reliability.differential.ops import SIDES, Sequence, other
-from bench.reliability.differential.runner import Trace
+from asynciocomm_bench.reliability.differential.ops import SIDES, Sequence, other
+from asynciocomm_bench.reliability.differential.runner import Trace
 
 
 @dataclass(frozen=True)
@@ -173,7 +173,7 @@ def differences(stock: Trace, ours: Trace) -> list[str]:
 def report(seq: Sequence, traces: dict[str, Trace], problems: dict[str, list[str]]) -> str:
     """A failing example as a human reads it: the sequence (valid Python, to replay
     with ``runner.run_sequence``), each variant's differences and its trace."""
-    out = ["Sequence (replay with bench.reliability.differential.runner.run_sequence):", repr(seq)]
+    out = ["Sequence (replay with asynciocomm_bench.reliability.differential.runner.run_sequence):", repr(seq)]
     for name, lines in problems.items():
         if lines:
             out.append(f"\n{name} differs from the reference:")

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.reliability.differential.ops import (Abort, CancelWrite, Close, DoubleRead, Read,
-                                                Sequence, Write, Writers, WritesThenClose)
+from asynciocomm_bench.reliability.differential.ops import (Abort, CancelWrite, Close, DoubleRead,
+                                                            Read, Sequence, Write, Writers,
+                                                            WritesThenClose)
 
 #: Names of the known divergences not fixed yet.
 OPEN_BUGS: frozenset[str] = frozenset()

@@ -30,11 +30,11 @@ from typing import Any
 from distributed.comm import connect, listen
 from distributed.comm.core import Comm, CommClosedError, FatalCommClosedError
 
-from bench.reliability.differential.ops import (SIDES, WRITERS_LARGE, Abort, CancelRead,
-                                                CancelWrite, Close, DoubleRead, Model, Op,
-                                                Read, Reset, Sequence, Write, Writers,
-                                                WritesThenClose, make_message, op_text,
-                                                other, seq_of)
+from asynciocomm_bench.reliability.differential.ops import (SIDES, WRITERS_LARGE, Abort, CancelRead,
+                                                            CancelWrite, Close, DoubleRead, Model,
+                                                            Op, Read, Reset, Sequence, Write,
+                                                            Writers, WritesThenClose, make_message,
+                                                            op_text, other, seq_of)
 
 HANG = "hang"
 #: Outcomes of a read that end a drain (anything else is a value).

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from bench.reliability.differential.ops import (KINDS, SETUPS, SIDES, Abort, CancelRead,
-                                                CancelWrite, Close, DoubleRead, Model, Op,
-                                                Read, Reset, Sequence, Write, Writers,
-                                                WritesThenClose)
+from asynciocomm_bench.reliability.differential.ops import (KINDS, SETUPS, SIDES, Abort, CancelRead,
+                                                            CancelWrite, Close, DoubleRead, Model,
+                                                            Op, Read, Reset, Sequence, Write,
+                                                            Writers, WritesThenClose)
 
 #: Sizes in bytes per sized kind: empty, tiny, around the 16 KiB coalescing and
 #: 64 KiB direct-read bounds of asynciocomm, and large (bounded so a run is quick).

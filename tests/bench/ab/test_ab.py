@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench import cli
-from bench.common.results import load
+from asynciocomm_bench import cli
+from asynciocomm_bench.common.results import load
 
 SCRIPT = '''
 import sys

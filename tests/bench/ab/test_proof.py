@@ -6,7 +6,7 @@ from typing import Any
 
 import dask
 
-from bench.ab import suite
+from asynciocomm_bench.ab import suite
 
 TCP = "distributed.comm.tcp"
 
@@ -36,9 +36,9 @@ def test_preloads_come_first_and_keep_the_users() -> None:
     with dask.config.set({"distributed.worker.preload": ["mine"],
                           "distributed.worker.preload-argv": [["--x"]]}):
         stock, ours = suite.preload_env(0), suite.preload_env(1)
-    assert stock["DASK_DISTRIBUTED__WORKER__PRELOAD"] == "['bench.ab.witness', 'mine']"
+    assert stock["DASK_DISTRIBUTED__WORKER__PRELOAD"] == "['asynciocomm_bench.ab.witness', 'mine']"
     assert ours["DASK_DISTRIBUTED__WORKER__PRELOAD"] == (
-        "['asynciocomm.preload', 'bench.ab.witness', 'mine']")
+        "['asynciocomm.preload', 'asynciocomm_bench.ab.witness', 'mine']")
     assert ours["DASK_DISTRIBUTED__WORKER__PRELOAD_ARGV"] == "[[], [], ['--x']]"
     assert ours["DASK_DISTRIBUTED__CLIENT__PRELOAD"].startswith("['asynciocomm.preload'")
     assert set(ours) >= {f"DASK_DISTRIBUTED__{r}__PRELOAD"

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from bench import cli
-from bench.comm import between
-from bench.common.options import BenchError
-from bench.common.tlsfiles import make_tls_files
+from asynciocomm_bench import cli
+from asynciocomm_bench.comm import between
+from asynciocomm_bench.common.options import BenchError
+from asynciocomm_bench.common.tlsfiles import make_tls_files
 
 MiB = 1024 * 1024
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bench import cli
-from bench.comm.calls import count_bulk, count_calls
+from asynciocomm_bench import cli
+from asynciocomm_bench.comm.calls import count_bulk, count_calls
 
 
 @pytest.mark.parametrize("loop", ["asyncio", "uvloop"])

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from bench.comm import drivers, rawproto
-from bench.common.loops import run_on_loop
+from asynciocomm_bench.comm import drivers, rawproto
+from asynciocomm_bench.common.loops import run_on_loop
 
 
 @pytest.mark.parametrize("loop", ["asyncio", "uvloop"])

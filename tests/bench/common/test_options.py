@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.common.options import (COMM_BOUNDS, FULL_BULK, BenchError, bulk_bounds, check_loops,
-                                  check_schemes, is_tls)
+from asynciocomm_bench.common.options import (COMM_BOUNDS, FULL_BULK, BenchError, bulk_bounds,
+                                              check_loops, check_schemes, is_tls)
 
 
 def test_check_schemes() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from bench.common.progress import Bar
+from asynciocomm_bench.common.progress import Bar
 
 
 def test_off_a_terminal_progress_is_plain_lines() -> None:

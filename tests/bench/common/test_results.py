@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from bench import SCHEMA
-from bench.common.options import BenchError
-from bench.common.results import load, save, validate
+from asynciocomm_bench import SCHEMA
+from asynciocomm_bench.common.options import BenchError
+from asynciocomm_bench.common.results import load, save, validate
 
 
 def test_valid_document(tiny_doc: dict[str, Any]) -> None:
@@ -66,7 +66,7 @@ def _two_runs(tiny_doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]
 
 
 def test_merge_keeps_each_runs_repetitions_apart(tiny_doc: dict[str, Any]) -> None:
-    from bench.common.results import merge
+    from asynciocomm_bench.common.results import merge
 
     first, second = _two_runs(tiny_doc)
     merged = merge([first, second])
@@ -97,7 +97,7 @@ def test_merge_keeps_each_runs_repetitions_apart(tiny_doc: dict[str, Any]) -> No
 
 
 def test_report_of_several_runs(tiny_doc: dict[str, Any], tmp_path: Path) -> None:
-    from bench import cli
+    from asynciocomm_bench import cli
 
     first, second = _two_runs(tiny_doc)
     a, b = save(first, tmp_path / "a"), save(second, tmp_path / "b")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.common import sdist
+from asynciocomm_bench.common import sdist
 
 
 def test_the_environment_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.common.stats import Comparison, percentile, summarize
+from asynciocomm_bench.common.stats import Comparison, percentile, summarize
 
 
 def test_ratios_are_paired_within_repetitions() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bench.gc import metrics, probe
+from asynciocomm_bench.gc import metrics, probe
 
 
 class _Node:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.gc import report, suite
+from asynciocomm_bench.gc import report, suite
 
 
 def _section(values: dict[str, list[float]], metric: str = "cyclic_objects") -> dict:
@@ -21,7 +21,7 @@ def _section(values: dict[str, list[float]], metric: str = "cyclic_objects") -> 
 
 
 def test_gc_is_a_subcommand() -> None:
-    from bench.cli import build_parser, commands
+    from asynciocomm_bench.cli import build_parser, commands
 
     assert "gc" in commands()
     args = build_parser().parse_args(["gc", "--size", "smoke", "--draft", "on", "--tasks", "50"])
@@ -53,7 +53,7 @@ def test_fewer_than_three_pairs_is_no_measurable_difference() -> None:
 def test_a_small_cluster_with_and_without_the_draft(tmp_path: Path) -> None:
     """With the draft, the scheduler makes no cyclic garbage; without it, what it
     makes is BatchedSend's TimeoutError cycles, about one timeout per batch."""
-    from bench.common import sdist
+    from asynciocomm_bench.common import sdist
 
     import distributed
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.profile import speedscope as ss
+from asynciocomm_bench.profile import speedscope as ss
 
 SITE = "/venv/lib/python3.11/site-packages/"
 STD = "/usr/lib/python3.11/"

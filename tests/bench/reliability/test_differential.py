@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import cli
-from bench.reliability.differential import compare
-from bench.reliability.differential.ops import (ABORT_SAFE_BYTES, Abort, CancelRead, Close,
-                                                DoubleRead, Model, Read,
-                                                Sequence, Write)
-from bench.reliability.differential.runner import normalize
+from asynciocomm_bench import cli
+from asynciocomm_bench.reliability.differential import compare
+from asynciocomm_bench.reliability.differential.ops import (ABORT_SAFE_BYTES, Abort, CancelRead,
+                                                            Close, DoubleRead, Model, Read,
+                                                            Sequence, Write)
+from asynciocomm_bench.reliability.differential.runner import normalize
 
 
 def test_the_subcommand_runs_stock_against_itself(tmp_path: Path,

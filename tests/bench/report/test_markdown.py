@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.report import markdown
+from asynciocomm_bench.report import markdown
 
 
 def test_fmt() -> None:
@@ -43,8 +43,8 @@ def test_the_headline_sets_each_comm_against_stock_on_its_loop(
 
 
 def test_report_subcommand_rerenders(tiny_doc: dict[str, Any], tmp_path: Path) -> None:
-    from bench import cli
-    from bench.common.results import save
+    from asynciocomm_bench import cli
+    from asynciocomm_bench.common.results import save
 
     save(tiny_doc, tmp_path / "run")
     out = tmp_path / "rendered"
@@ -62,8 +62,8 @@ def test_report_takes_only_the_sections_named_for_a_run(tiny_doc: dict[str, Any]
     replaces an older run's comm section instead of being merged with it."""
     import copy
 
-    from bench import cli
-    from bench.common.results import load, save
+    from asynciocomm_bench import cli
+    from asynciocomm_bench.common.results import load, save
 
     save(tiny_doc, tmp_path / "old")
     newer = copy.deepcopy(tiny_doc)

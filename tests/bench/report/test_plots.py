@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.report import plots
+from asynciocomm_bench.report import plots
 
 
 def test_plots_are_pngs(tiny_doc: dict[str, Any], tmp_path: Path) -> None:

@@ -5,19 +5,19 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bench.common.results import load
-from bench.common.stats import Comparison
-from bench.report import ratios
+from asynciocomm_bench.common.results import load
+from asynciocomm_bench.common.stats import Comparison, cell
+from asynciocomm_bench.report import ratios
 
 RESULTS = Path(__file__).resolve().parents[3] / "bench" / "results" / "results.json"
 
 
 def test_cells() -> None:
-    assert ratios.cell(Comparison((2.0, 2.5, 3.0))) == "2.50× (2.00–3.00×, 3 pairs)"
-    assert ratios.cell(Comparison((0.5, 0.6, 0.7))) == "0.60× (0.50–0.70×, 3 pairs)"
-    assert ratios.cell(Comparison((0.9, 1.5, 2.0))) == "no measurable difference (3 pairs)"
-    assert ratios.cell(Comparison((3.0,))) == "no measurable difference (1 pair)"
-    assert ratios.cell(Comparison(())) == ratios.cell(None) == "–"
+    assert cell(Comparison((2.0, 2.5, 3.0))) == "2.50× (2.00–3.00×, 3 pairs)"
+    assert cell(Comparison((0.5, 0.6, 0.7))) == "0.60× (0.50–0.70×, 3 pairs)"
+    assert cell(Comparison((0.9, 1.5, 2.0))) == "no measurable difference (3 pairs)"
+    assert cell(Comparison((3.0,))) == "no measurable difference (1 pair)"
+    assert cell(Comparison(())) == cell(None) == "–"
 
 
 def test_each_configuration_is_set_against_stock_on_its_own_loop() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.scale import netns
+from asynciocomm_bench.scale import netns
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.scale import categories
+from asynciocomm_bench.scale import categories
 
 from ..profile.test_speedscope import SITE, STD, f
 
@@ -58,7 +58,7 @@ def test_flat_category(stack: list[dict[str, str]], expected: tuple[str, str]) -
 
 
 def test_shares_sum_to_one_and_comm_share(speedscope_file) -> None:
-    from bench.profile import speedscope
+    from asynciocomm_bench.profile import speedscope
 
     a = categories.analyze(speedscope.load(speedscope_file))
     assert set(a["flat_shares"]) == set(categories.FLAT)

@@ -8,7 +8,7 @@ import pytest
 from distributed.comm.tcp import _add_frames_header
 from distributed.comm.utils import to_frames
 
-from bench.scale import counting
+from asynciocomm_bench.scale import counting
 from tests.variants import Variant, connect_to, serve
 
 BATCH = [{"op": "task-finished", "key": f"x-{i}", "nbytes": 28} for i in range(3)]

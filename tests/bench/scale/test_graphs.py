@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from bench.scale import graphs
+from asynciocomm_bench.scale import graphs
 
 
 async def _evaluate(dsk: dict[Any, Any], key: Any, memo: dict[Any, Any]) -> Any:

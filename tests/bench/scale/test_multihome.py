@@ -3,7 +3,7 @@ interface advertises, when its default route is not the scheduler's network."""
 
 from __future__ import annotations
 
-from bench.scale import multihome
+from asynciocomm_bench.scale import multihome
 
 
 def test_advertised_interfaces(namespaces: None) -> None:

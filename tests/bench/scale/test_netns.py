@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.scale import netns
+from asynciocomm_bench.scale import netns
 
 from .conftest import ours
 
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[3]
 CHILD = """
 import signal, subprocess, sys, time
 signal.signal(signal.SIGINT, signal.default_int_handler)
-from bench.scale import netns
+from asynciocomm_bench.scale import netns
 with netns.network(["s", "h0"]) as (hosts, why):
     assert why is None, why
     sleeper = subprocess.Popen(hosts["h0"].exec_prefix() + ["sleep", "300"])

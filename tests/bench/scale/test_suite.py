@@ -8,9 +8,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from bench import cli
-from bench.common.results import load
-from bench.scale import netns
+from asynciocomm_bench import cli
+from asynciocomm_bench.common.results import load
+from asynciocomm_bench.scale import netns
 
 WORKERS = 8
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from bench import cli
-from bench.common.options import BenchError
-from bench.upstream import command, compare, runs
+from asynciocomm_bench import cli
+from asynciocomm_bench.common.options import BenchError
+from asynciocomm_bench.upstream import command, compare, runs
 
 CONFTEST = '''
 import pytest

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.workloads.answers import array_answer, differences, digest_answer, frame_digest
+from asynciocomm_bench.workloads.answers import array_answer, differences, digest_answer, frame_digest
 
 
 def test_integers_match_exactly_and_floats_within_tolerance() -> None:

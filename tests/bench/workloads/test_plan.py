@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.common.options import BenchError
-from bench.workloads import catalog, suite
+from asynciocomm_bench.common.options import BenchError
+from asynciocomm_bench.workloads import catalog, suite
 
 
 def test_pairs_alternate_which_comm_runs_first() -> None:

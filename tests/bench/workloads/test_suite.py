@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench import cli
-from bench.common.results import load
-from bench.report import ratios
-from bench.workloads import catalog, plans
-from bench.workloads.answers import differences
+from asynciocomm_bench import cli
+from asynciocomm_bench.common.results import load
+from asynciocomm_bench.report import ratios
+from asynciocomm_bench.workloads import catalog, plans
+from asynciocomm_bench.workloads.answers import differences
 
 SCALE = 0.01
 

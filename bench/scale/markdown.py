@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from bench.common.options import stock_scheme
-from bench.report import scale_ratios as sr
-from bench.scale.categories import COMM, FLAT
-from bench.scale.metrics import STATS, metric_name
+from asynciocomm_bench.common.options import stock_scheme
+from asynciocomm_bench.scale import ratios as sr
+from asynciocomm_bench.scale.categories import COMM, FLAT
+from asynciocomm_bench.scale.metrics import STATS, metric_name
 
 #: The issue's targets on the many-short-tasks workload: (stat, our scheme,
 #: the most ours / stock may be, or with "speedup" the least stock / ours).
@@ -107,7 +107,7 @@ def count_table(sec: dict[str, Any], workload: str) -> str:
              if any(sr.values(sec, lab, metric_name(workload, w, s))
                     for lab in labels for w in sec["workers"])]
     rows = [f"**{workload}: per task, at the scheduler** (medians; comm counts from "
-            "`bench.scale.counting`, bytes and packets from the scheduler host's "
+            "`asynciocomm_bench.scale.counting`, bytes and packets from the scheduler host's "
             "interface)", "",
             "| workers | config | " + " | ".join(STATS[s][0] for s in stats) + " |",
             "|---|---|" + "---|" * len(stats)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.report import scale_ratios as sr
+from asynciocomm_bench.scale import ratios as sr
 
 
 def _sec(values: dict[str, list[float]], higher: bool = False) -> dict[str, Any]:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.report.plots import _plt, stacked_shares
-from bench.report import scale_ratios as sr
-from bench.scale.metrics import STATS, metric_name
+from asynciocomm_bench.common.plotting import pyplot, stacked_shares
+from asynciocomm_bench.scale import ratios as sr
+from asynciocomm_bench.scale.metrics import STATS, metric_name
 
 #: Per-workload plots against W: scheduler process CPU and event-loop thread
 #: CPU per task for every workload, wall time for the short tasks.
@@ -20,7 +20,7 @@ MARKERS = {"asyncio": "o", "uvloop": "s"}
 
 def curve_plot(sec: dict[str, Any], workload: str, stat: str, outdir: Path) -> str | None:
     """One line per scheme@loop: the median of ``stat`` against W, with its range."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     drawn = False
     for cfg in sec["configs"]:
@@ -62,7 +62,7 @@ def curve_plot(sec: dict[str, Any], workload: str, stat: str, outdir: Path) -> s
 
 def shares_plot(sec: dict[str, Any], outdir: Path) -> str | None:
     """Stacked bars of the flat categories, one bar per profiled scheme@loop."""
-    from bench.scale.categories import FLAT
+    from asynciocomm_bench.scale.categories import FLAT
 
     runs = [p for p in sec.get("profiles", []) if p.get("flat_shares")]
     if not runs:

@@ -4,7 +4,7 @@ A ratio pairs each configuration with the stock comm on the same loop
 (``asyncio@uvloop`` with ``tcp@uvloop``, ``asyncio+tls@asyncio`` with
 ``tls@asyncio``; ``options.stock_scheme``) within one repetition, as
 ``stats.compare`` does for every section: a speed-up, > 1 is better for costs
-and throughputs alike, worded as noise by ``ratios.cell`` when its range
+and throughputs alike, worded as noise by ``stats.cell`` when its range
 reaches 1.0 or it rests on fewer than ``stats.MIN_PAIRS`` pairs. The targets
 are stated as costs (ours / stock: 0.75× is 25 % less), so ``cost`` gives the
 same comparison inverted.
@@ -16,9 +16,8 @@ import math
 import statistics
 from typing import Any
 
-from bench.common.options import stock_scheme
-from bench.common.stats import Comparison, by_config, compare
-from bench.report.ratios import NOISE, cell
+from asynciocomm_bench.common.options import stock_scheme
+from asynciocomm_bench.common.stats import NOISE, Comparison, by_config, cell, compare
 
 
 def values(sec: dict[str, Any], config: str, metric: str) -> dict[str, Any] | None:

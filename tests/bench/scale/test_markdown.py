@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.report import scale_markdown
-from bench.scale.metrics import metric_name
+from asynciocomm_bench.scale import markdown as scale_markdown
+from asynciocomm_bench.scale.metrics import metric_name
 
 
 def _sec(workloads_at: dict[str, list[int]]) -> dict[str, Any]:
