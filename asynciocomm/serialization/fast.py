@@ -69,7 +69,7 @@ from distributed.protocol.serialize import (
 )
 from distributed.utils import offload
 
-from asynciocomm.serialization import internals
+from asynciocomm.serialization import arrays, internals, selfcheck
 from asynciocomm.serialization.arrays import NOT_FAST, read_array
 from asynciocomm.serialization.stock import FALLBACK, stock_frames
 from asynciocomm.serialization.metering import unobserved
@@ -269,3 +269,10 @@ def loads(frames: list[Any], deserialize: bool = True, deserializers: Any = None
     except Exception:
         _core_logger.critical("Failed to deserialize", exc_info=True)
         raise
+
+
+def _verify_arrays(numpy: Any) -> str | None:
+    return selfcheck.array_difference(MessageCodec, numpy)
+
+
+arrays.set_self_check(_verify_arrays, selfcheck.report)
