@@ -31,9 +31,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: Run there: the self-check and the private names, the bytes and objects of
 #: every message kind against distributed's, the framing against the stock
-#: writer's, the transport against the stock comm's behaviour (conformance, with
-#: stock tcp/tls as the reference), the takeover against the stock comm (both
-#: ways, across processes), and clusters.
+#: writer's, the comm and the listener, and the takeover against the stock comm
+#: (both ways, across processes). The conformance checks and the clusters are
+#: left to the by-hand runs of each release (bench/results/compatibility.md):
+#: they would double this test's share of CI's 25 minutes and depend on the
+#: release only through the same code paths.
 MODULES = [
     "tests/test_compatibility.py",
     "tests/test_serialization.py",
@@ -42,11 +44,9 @@ MODULES = [
     "tests/test_arrays.py",
     "tests/test_encoder.py",
     "tests/test_comm.py",
-    "tests/test_conformance.py",
     "tests/test_listener.py",
     "tests/test_interop.py",
     "tests/test_takeover.py",
-    "tests/test_cluster.py",
 ]
 #: Seconds for building the environment (downloads included), and for the run.
 BUILD_TIMEOUT_S = 900
