@@ -30,8 +30,7 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 
 #: Run there: the self-check and the private names, the bytes and objects of
-#: every message kind against distributed's, the framing against the stock
-#: writer's, the comm and the listener, and the takeover against the stock comm
+#: every message kind against distributed's, the comm and the listener, and the takeover against the stock comm
 #: (both ways, across processes). The conformance checks and the clusters are
 #: left to the by-hand runs of each release (bench/results/compatibility.md):
 #: they would double this test's share of CI's 25 minutes and depend on the
@@ -42,12 +41,14 @@ MODULES = [
     "tests/test_packing.py",
     "tests/test_pickling.py",
     "tests/test_arrays.py",
-    "tests/test_encoder.py",
     "tests/test_comm.py",
     "tests/test_listener.py",
     "tests/test_interop.py",
     "tests/test_takeover.py",
 ]
+#: Left out there: a single frame over 2 GiB (a minute on the asyncio loop) checks
+#: the socket path only, which no release of distributed changes.
+DESELECT = "not test_single_frame_over_2_gib"
 #: Seconds for building the environment (downloads included), and for the run.
 BUILD_TIMEOUT_S = 900
 RUN_TIMEOUT_S = 1500
@@ -112,7 +113,7 @@ def test_the_oldest_release_passes_the_transport_interop_and_byte_tests() -> Non
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     done = subprocess.run(
         [str(env_dir / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         *MODULES],
+         "-k", DESELECT, *MODULES],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     tail = done.stdout.strip().splitlines()[-1:] or ["no output"]
     print(f"distributed {version}: {tail[0]}")
