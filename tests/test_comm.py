@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import mmap
 from typing import Any
 
 import dask
@@ -151,8 +152,17 @@ async def test_single_frame_over_2_gib() -> None:
     """One 2.1 GiB frame (distributed.comm.shard raised so nothing splits it):
     every receive and send is cut at C int max internally; the bytes arrive intact."""
     n = int(2.1 * 2**30)
-    block = np.random.default_rng(7).integers(0, 256, 1 << 20, dtype="u1")
-    payload = np.resize(block, n)
+    # Mostly zeros, in an anonymous mapping of 4 KiB pages (numpy asks for huge
+    # pages, so one marker would fault in 2 MiB): pages only read map the
+    # kernel's zero page and cost no memory. On a fresh VM each first-touched
+    # page is a host fault, about 12 s per GiB; a filled payload cost 25-60 s
+    # of CI time. A unique 2-byte index every 64 KiB catches any byte lost,
+    # doubled or moved.
+    mapping = mmap.mmap(-1, n)
+    payload = np.frombuffer(mapping, dtype="u1")
+    at = np.arange(0, n - 1, 1 << 16)
+    payload[at] = (at >> 16) & 0xFF
+    payload[at + 1] = (at >> 24) & 0xFF
     payload[[0, 2**31 - 1, 2**31, 2**31 + 1, n - 1]] = [1, 2, 3, 4, 5]
     got: asyncio.Future = asyncio.get_running_loop().create_future()
 
