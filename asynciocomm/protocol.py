@@ -40,7 +40,8 @@ from asynciocomm.errors import ProtocolError, detached, translate
 from asynciocomm.log import get_logger
 from asynciocomm.pool import BufferPool, shared_pool
 from asynciocomm.sockets.sockopts import configure_socket
-from asynciocomm.writer import Sender, TransportTraits
+from asynciocomm.transports import TransportTraits
+from asynciocomm.writer import Sender
 
 logger = get_logger(__name__)
 
@@ -381,7 +382,7 @@ class FramedProtocol(asyncio.BufferedProtocol):
         except asyncio.TimeoutError:
             self.abort()  # the transport had sent everything: nothing is cut
 
-    def abort(self) -> None:
+    def abort(self, *, now: bool = False) -> None:
         """Close the connection now, losing no more than the stock comm would.
 
         What ``write()`` accepted goes to the kernel as far as it takes it at
@@ -390,34 +391,29 @@ class FramedProtocol(asyncio.BufferedProtocol):
         transport is aborted one loop iteration later, once it has made its
         send attempt (uvloop and TLS transports queue small writes until the
         end of the iteration). Nothing more is read.
+
+        ``now``: no later iteration will run (the loop is shutting down), so the
+        transport is aborted at once, even when an abort is already scheduled
+        or the transport is closing (it holds its handle while it flushes).
         """
         self._closing = True
         transport = self.transport
-        if transport is None or self._abort_handle is not None:
+        if transport is None or (self._abort_handle is not None and not now):
             return
         if self._sender is not None:
             self._sender.abort()
         self._wake_reader()
         loop = self._loop
-        if loop is not None and _running_loop() is loop and not transport.is_closing():
+        if (not now and loop is not None and _running_loop() is loop
+                and not transport.is_closing()):
             transport.pause_reading()
             self._abort_handle = loop.call_soon(transport.abort)
-        else:
-            transport.abort()
-
-    def close_at_loop_shutdown(self) -> None:
-        """Abort at once: the event loop is shutting down (asynciocomm.lifetime),
-        so no later iteration would hand anything more to the kernel."""
-        transport = self.transport
-        if transport is None:
             return
-        # Even a transport that is closing still holds its handle while it
-        # flushes: abort it too.
-        self._closing = True
-        if self._sender is not None:
-            self._sender.abort()
-        self._wake_reader()
         if self._abort_handle is not None:
             self._abort_handle.cancel()
             self._abort_handle = None
         transport.abort()
+
+    def close_at_loop_shutdown(self) -> None:
+        """asynciocomm.lifetime's hook: the event loop is shutting down."""
+        self.abort(now=True)
