@@ -30,139 +30,29 @@ Strategy:
   them from the caller's memory and at most one chunk's tail is ever copied.
   TLS transports (on either loop) encrypt a whole write into one buffer before
   any of it leaves; they get smaller chunks (``TLS_WRITE_CHUNK``), paced by the
-  ordinary write flow control. Public transport API only.
+  ordinary write flow control. Public transport API only; the sizes and what
+  each transport does are in :mod:`asynciocomm.transports`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections import deque
 from collections.abc import Coroutine
-from dataclasses import dataclass
 from typing import Any
 
 from asynciocomm.config import Settings
-from asynciocomm.sockets.loops import of_uvloop
+from asynciocomm.transports import (
+    JOIN_THEN_WRITELINES,
+    LARGE_WRITE_CHUNK,
+    LARGE_WRITE_MIN,
+    TLS_WRITE_CHUNK,
+    WRITEV,
+    TransportTraits,
+    chunks,
+    coalesced,
+)
 from asynciocomm.wire.encoder import Buffer
-
-#: Chunk size for large frames on transports that copy unsent data (the plain
-#: asyncio loop before 3.12): each chunk is handed over only when the buffer is
-#: empty, so at most this much is ever copied; 4 MiB matches Linux's largest
-#: socket send buffer, so one chunk usually leaves in one send().
-LARGE_WRITE_CHUNK = 4 * 1024 * 1024
-#: Chunk size for large frames over TLS (either loop). The transport encrypts
-#: each write into its memory BIO and reads the ciphertext out as one bytes
-#: object: chunks of several MiB make buffers above glibc's trim threshold, so
-#: each is fresh memory and page-faults on every message (hundreds to thousands
-#: of faults per 16-128 MiB message, against a handful at 256 KiB); 256 KiB
-#: chunks are reused by the allocator and stay in the CPU's L2 cache. The
-#: measurements are in bench/results/ (large messages).
-TLS_WRITE_CHUNK = 256 * 1024
-#: Messages from this size up take that path on such transports. Below it, a
-#: copy of the unsent tail costs less than waiting for the buffer to empty.
-LARGE_WRITE_MIN = 256 * 1024
-#: Over TLS, messages from this size up are handed to the transport as they are
-#: written, never batched (see Sender._accept). Their large frame becomes TLS
-#: records of its own either way; batching them only makes the transport
-#: encrypt up to the high-water mark into one ciphertext buffer, and its copies
-#: then run out of the CPU's caches. Measured one-way: 64 KiB and 32 KiB
-#: messages gain 8-20 % unbatched, 16 KiB ones lose 5-10 % (the receiver then
-#: gets many small reads), hence 32 KiB.
-TLS_WRITE_THROUGH_MIN = 32 * 1024
-#: No such bound (no message reaches it) on the transports that gain from
-#: batching large messages: asyncio's TCP transport (64 KiB messages batched go
-#: about 20 % faster) and uvloop's, which sends a batch with one writev.
-NO_WRITE_THROUGH_MIN = sys.maxsize
-
-#: How a batch of buffers is handed to a transport (see TransportTraits).
-WRITEV = 0
-JOIN_THEN_WRITELINES = 1
-JOIN_THEN_WRITE = 2
-
-
-@dataclass(frozen=True)
-class TransportTraits:
-    """What the write path needs to know of a transport, worked out once.
-
-    * ``tls``: a TLS transport (either loop's).
-    * ``references``: uvloop's transports write buffers by reference (writev),
-      so a batch is handed over as a list without joining or copying.
-    * ``mode``: how a batch goes in the fewest calls without copies. ``WRITEV``
-      on uvloop's TCP transport. ``JOIN_THEN_WRITELINES`` over TLS: TLS
-      transports encrypt each buffer of a ``writelines`` call in turn into one
-      ciphertext buffer and send that once, but each buffer becomes at least
-      one TLS record, so runs of small buffers are joined first (one ``write``
-      per buffer would flush and send each one separately; uvloop's
-      ``writelines`` passed every small buffer as its own record). 
-      ``JOIN_THEN_WRITE`` on asyncio's TCP transport, which joins a list into
-      one new bytes object before Python 3.12: runs of small buffers are
-      joined, large ones written as they are.
-    * ``chunk_large``: large messages go in chunks: on the copying socket
-      transport, and over TLS, which encrypts a whole write into one buffer
-      before a byte leaves, so the peer waits for all of it and the sender's
-      memory holds a second copy of the message.
-    * ``chunk_until_empty``: each chunk waits for an empty buffer (asyncio's
-      own socket transport copies a partial send's remainder, and before
-      Python 3.12 shifts that copy on every send).
-    """
-
-    tls: bool
-    references: bool
-
-    @classmethod
-    def of(cls, transport: asyncio.BaseTransport) -> TransportTraits:
-        return cls(tls=transport.get_extra_info("sslcontext") is not None,
-                   references=of_uvloop(transport))
-
-    @property
-    def mode(self) -> int:
-        if self.tls:
-            return JOIN_THEN_WRITELINES
-        return WRITEV if self.references else JOIN_THEN_WRITE
-
-    @property
-    def write_through_min(self) -> int:
-        """Messages from this size up are never batched."""
-        return TLS_WRITE_THROUGH_MIN if self.tls else NO_WRITE_THROUGH_MIN
-
-    @property
-    def chunk_until_empty(self) -> bool:
-        return not self.references and not self.tls
-
-    @property
-    def chunk_large(self) -> bool:
-        return self.tls or self.chunk_until_empty
-
-
-def coalesced(batch: list[Buffer], coalesce: int) -> list[Buffer]:
-    """``batch`` with every run of buffers under ``coalesce`` bytes joined."""
-    out: list[Buffer] = []
-    run: list[Buffer] = []
-    for buf in batch:
-        if len(buf) < coalesce:
-            run.append(buf)
-            continue
-        if run:
-            out.append(b"".join(run) if len(run) > 1 else run[0])
-            run = []
-        out.append(buf)
-    if run:
-        out.append(b"".join(run) if len(run) > 1 else run[0])
-    return out
-
-
-def chunks(buffers: list[Buffer], size: int) -> list[Buffer]:
-    """A message's buffers with every one larger than ``size`` cut into views of ``size``."""
-    out: list[Buffer] = []
-    for buf in buffers:
-        n = len(buf)
-        if n <= size:
-            out.append(buf)
-            continue
-        view = memoryview(buf)
-        out += [view[i : i + size] for i in range(0, n, size)]
-    return out
 
 
 class Sender:

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from distributed.protocol import to_serialize
 
-from asynciocomm.writer import LARGE_WRITE_CHUNK, TLS_WRITE_CHUNK
+from asynciocomm.transports import LARGE_WRITE_CHUNK, TLS_WRITE_CHUNK
 from tests.helpers_net import WAIT, write_spy
 from tests.variants import OWN, connect_to, raw_socket, serve, variant_fixture
 
