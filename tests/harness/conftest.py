@@ -9,8 +9,10 @@ distributed's own suite.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
+import shutil
 import tempfile
 
 from distributed.security import Security
@@ -29,4 +31,7 @@ def security() -> Security:
     (distributed's own test certificates are not part of its package)."""
     from tests.certs import make_certs
 
-    return make_certs(tempfile.mkdtemp(prefix="asynciocomm-harness-")).security()
+    where = tempfile.mkdtemp(prefix="asynciocomm-harness-")
+    # The files are read whenever a context is made, so they stay for the run.
+    atexit.register(shutil.rmtree, where, True)
+    return make_certs(where).security()
