@@ -81,6 +81,10 @@ class Suite:
                         default="quick" if name == "quick" else "full",
                         help="preset of counts and time bounds")
         sp.add_argument("--reps", type=int, default=None, help="repetitions")
+        sp.add_argument("--budget", type=float, default=None,
+                        help="seconds: no repetition starts that would likely end after "
+                             "this (default: the preset's, grown with --reps); a run of "
+                             "other sizes or parts than the preset's may need its own")
         if name in ("comm", "quick", "all"):
             sp.add_argument("--refs", action=argparse.BooleanOptionalAction,
                             default=name != "quick",
@@ -155,6 +159,13 @@ def _replace(bounds: Any, **kw: Any) -> Any:
     return dataclasses.replace(bounds, **{k: v for k, v in kw.items() if v is not None})
 
 
+def comm_bounds(args: argparse.Namespace) -> Any:
+    """The comm part's bounds: the preset's, with the options given."""
+    return _replace(with_reps(COMM_BOUNDS[args.size], args.reps),
+                    parts=getattr(args, "only", None), bulk=getattr(args, "bulk", None),
+                    budget_s=getattr(args, "budget", None))
+
+
 def run_suites(args: argparse.Namespace) -> Path:
     """Run the suites ``args.cmd`` names into one document; returns the output directory."""
     from asynciocomm_bench.common import environment, results
@@ -166,12 +177,12 @@ def run_suites(args: argparse.Namespace) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     size = args.size
     doc = results.new_document(size if args.cmd in ("quick", "all") else f"{args.cmd}/{size}")
-    comm_b = _replace(with_reps(COMM_BOUNDS[size], args.reps),
-                      parts=getattr(args, "only", None), bulk=getattr(args, "bulk", None))
+    budget = getattr(args, "budget", None)
+    comm_b = comm_bounds(args)
     clus_b = CLUSTER_BOUNDS[size]
     if args.cmd != "comm":
         clus_b = _replace(with_reps(clus_b, args.reps), workers=args.workers,
-                          threads=args.threads, wide=args.wide)
+                          threads=args.threads, wide=args.wide, budget_s=budget)
     gcs = getattr(args, "gc", None) or ([True] if args.cmd == "quick" else [True, False])
     started = time.monotonic()
     with environment.LoadSampler() as load:

@@ -51,3 +51,17 @@ def test_more_repetitions_than_the_presets_get_a_budget_to_match() -> None:
     assert suites.with_reps(full, 2).budget_s == full.budget_s
     cluster = CLUSTER_BOUNDS["full"]
     assert suites.with_reps(cluster, 6).budget_s == 2 * cluster.budget_s
+
+
+def test_a_budget_given_replaces_the_presets() -> None:
+    """--budget sets the time budget whatever the preset and --reps say (a run of
+    other sizes than the preset's takes another time per repetition)."""
+    from asynciocomm_bench.common.options import COMM_BOUNDS
+
+    args = cli.build_parser().parse_args(["comm", "--reps", "5", "--budget", "2400",
+                                          "--only", "bulk", "--bulk", "16MiB,128MiB"])
+    bounds = suites.comm_bounds(args)
+    assert bounds.reps == 5 and bounds.budget_s == 2400.0
+    assert bounds.parts == ("bulk",) and sorted(bounds.bulk) == [16 << 20, 128 << 20]
+    plain = suites.comm_bounds(cli.build_parser().parse_args(["comm", "--reps", "6"]))
+    assert plain.budget_s == 2 * COMM_BOUNDS["full"].budget_s
