@@ -34,7 +34,43 @@ def details(sec: dict[str, Any]) -> str:
               "within 1e-6 relative; frames by their row count and the sum of their row "
               "hashes. Same answer: equal to the first run of that workload on that loop "
               "and security, whichever comm ran it."]
-    return "\n".join(lines + _profiles(sec.get("profiles") or []))
+    return "\n".join(lines + order_effect(sec.get("runs") or [])
+                     + _profiles(sec.get("profiles") or []))
+
+
+def order_effects(runs: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """Per workload, the wall time of the first run of each pair over the second's,
+    whichever comm ran first: what the machine adds to a run for coming first."""
+    pairs: dict[tuple[str, str, bool, int], dict[bool, float]] = {}
+    for r in runs:
+        if "error" in r or "wall_s" not in r:
+            continue
+        key = (r["workload"], r["loop"], "tls" in r["scheme"], r["pair"])
+        pairs.setdefault(key, {})[bool(r["first"])] = r["wall_s"]
+    out: dict[str, list[float]] = {}
+    for (name, *_), sides in pairs.items():
+        if True in sides and False in sides:
+            out.setdefault(name, []).append(sides[True] / sides[False])
+    return out
+
+
+def order_effect(runs: list[dict[str, Any]]) -> list[str]:
+    """The order effect per workload, beside which a comm's difference must show."""
+    effects = order_effects(runs)
+    if not effects:
+        return []
+    import statistics
+
+    lines = ["", "Order effect: the first run of a pair against the second, whichever comm "
+             "ran first (wall time, median and range over every pair, loop and security). "
+             "The ABBA order lets the comms go first equally often only over an even "
+             "number of pairs; where this effect is larger than a comm's difference, "
+             "few pairs cannot tell them apart.", "",
+             "| workload | first / second, median | range | pairs |", "|---|---|---|---|"]
+    for name, ratios in effects.items():
+        lines.append(f"| {name} | {statistics.median(ratios):.2f} | "
+                     f"{min(ratios):.2f}–{max(ratios):.2f} | {len(ratios)} |")
+    return lines
 
 
 def _profiles(runs: list[dict[str, Any]]) -> list[str]:

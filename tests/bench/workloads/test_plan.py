@@ -47,3 +47,17 @@ def test_an_answer_must_be_right_and_the_same_on_both_comms() -> None:
     assert checker.check(wrong, False) == "wrong answer: n: 3 != 2"
     assert checker.check({**run, "workload": "x"}, False) == "no right answer to check against"
     assert checker.counts["w"] == {"runs": 3, "right": 2, "same": 2}
+
+
+def test_the_order_effect_is_first_over_second_whichever_comm_ran_first() -> None:
+    from asynciocomm_bench.workloads.report import order_effect, order_effects
+
+    def run(scheme: str, pair: int, first: bool, wall: float) -> dict:
+        return {"workload": "w", "scheme": scheme, "loop": "uvloop", "pair": pair,
+                "first": first, "wall_s": wall}
+
+    runs = [run("tcp", 0, True, 4.0), run("asyncio", 0, False, 1.0),
+            run("asyncio", 1, True, 3.0), run("tcp", 1, False, 1.5),
+            run("tls", 0, True, 1.0), {**run("asyncio+tls", 0, False, 0), "error": "x"}]
+    assert order_effects(runs) == {"w": [4.0, 2.0]}  # the pair with an error counts not
+    assert "| w | 3.00 | 2.00–4.00 | 2 |" in order_effect(runs)
