@@ -194,9 +194,13 @@ def run_workloads(wls: list[Workload], opts: Options, *, quiet: bool = False,
                         problem = row.get("error") or checker.check(row, tls)
                         runs.append({k: v for k, v in row.items() if k != "traceback"})
                         if problem:
+                            # The traceback (its cause chain too) stays with the
+                            # error: a run that fails once may not fail again.
                             errors.append({"rep": pair, "config": _label(row),
                                            "workload": row["workload"],
-                                           "error": f"{row['workload']}: {problem}"})
+                                           "error": f"{row['workload']}: {problem}",
+                                           **({"traceback": row["traceback"]}
+                                              if "traceback" in row else {})})
                             bar.log(f"workloads {_label(row)} {row['workload']}: "
                                     f"{problem[:300]}", error=True)
                             continue
