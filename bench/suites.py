@@ -177,12 +177,12 @@ def run_suites(args: argparse.Namespace) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     size = args.size
     doc = results.new_document(size if args.cmd in ("quick", "all") else f"{args.cmd}/{size}")
-    budget = getattr(args, "budget", None)
     comm_b = comm_bounds(args)
     clus_b = CLUSTER_BOUNDS[size]
     if args.cmd != "comm":
         clus_b = _replace(with_reps(clus_b, args.reps), workers=args.workers,
-                          threads=args.threads, wide=args.wide, budget_s=budget)
+                          threads=args.threads, wide=args.wide,
+                          budget_s=getattr(args, "budget", None))
     gcs = getattr(args, "gc", None) or ([True] if args.cmd == "quick" else [True, False])
     started = time.monotonic()
     with environment.LoadSampler() as load:

@@ -58,6 +58,12 @@ def loop_class() -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+def comm_class(client: Any) -> str:
+    """The class of a client's comm to its scheduler: which comm ran."""
+    comm = client.scheduler_comm.comm
+    return f"{type(comm).__module__}.{type(comm).__qualname__}"
+
+
 def _ntasks(dask_scheduler: Any) -> int:
     return len(dask_scheduler.tasks)
 
@@ -146,8 +152,7 @@ def measure(plan: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
             "scheduler": client.run_on_scheduler(loop_class),
             "workers": sorted(set(client.run(loop_class).values())),
             "scheduler_listeners": client.run_on_scheduler(_listener_classes),
-            "client_comm": f"{type(client.scheduler_comm.comm).__module__}."
-                           f"{type(client.scheduler_comm.comm).__qualname__}",
+            "client_comm": comm_class(client),
         }
         ready = time.perf_counter()
         wl.answer(client, wl.run(client, warm), warm)

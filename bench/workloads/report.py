@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from asynciocomm_bench.common.options import is_tls
+from asynciocomm_bench.common.stats import median
+
 
 def details(sec: dict[str, Any]) -> str:
     """How the runs were made, each workload and its answer checks."""
@@ -45,7 +48,7 @@ def order_effects(runs: list[dict[str, Any]]) -> dict[str, list[float]]:
     for r in runs:
         if "error" in r or "wall_s" not in r:
             continue
-        key = (r["workload"], r["loop"], "tls" in r["scheme"], r["pair"])
+        key = (r["workload"], r["loop"], is_tls(r["scheme"]), r["pair"])
         pairs.setdefault(key, {})[bool(r["first"])] = r["wall_s"]
     out: dict[str, list[float]] = {}
     for (name, *_), sides in pairs.items():
@@ -59,7 +62,6 @@ def order_effect(runs: list[dict[str, Any]]) -> list[str]:
     effects = order_effects(runs)
     if not effects:
         return []
-    import statistics
 
     lines = ["", "Order effect: the first run of a pair against the second, whichever comm "
              "ran first (wall time, median and range over every pair, loop and security). "
@@ -68,7 +70,7 @@ def order_effect(runs: list[dict[str, Any]]) -> list[str]:
              "few pairs cannot tell them apart.", "",
              "| workload | first / second, median | range | pairs |", "|---|---|---|---|"]
     for name, ratios in effects.items():
-        lines.append(f"| {name} | {statistics.median(ratios):.2f} | "
+        lines.append(f"| {name} | {median(ratios):.2f} | "
                      f"{min(ratios):.2f}–{max(ratios):.2f} | {len(ratios)} |")
     return lines
 

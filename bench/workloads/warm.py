@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import statistics
 import sys
 import tempfile
 import time
@@ -42,23 +41,19 @@ def _params(base: dict[str, Any], seed: int) -> dict[str, Any]:
     return {**base, "seed": seed} if "seed" in base else base
 
 
-def _comm_class(client: Any) -> str:
-    """The class of the client's comm to the scheduler: which comm ran."""
-    comm = client.scheduler_comm.comm
-    return f"{type(comm).__module__}.{type(comm).__qualname__}"
-
-
 def warm_ab(workloads: list[str], loop: str, rounds: int, tls: bool = False,
             scale: float = 1.0, workers: int = 2) -> list[dict[str, Any]]:
     """The warm A/B of each workload (see the module docstring)."""
     import dask
     from distributed import Client, LocalCluster
 
+    from asynciocomm_bench.common.stats import Comparison
     from asynciocomm_bench.common.tlsfiles import make_tls_files
     from asynciocomm_bench.workloads.catalog import by_name
-    from asynciocomm_bench.workloads.driver import cluster_config
+    from asynciocomm_bench.workloads.driver import cluster_config, comm_class
+    from asynciocomm_bench.workloads.suite import group_schemes
 
-    schemes = {"stock": "tls" if tls else "tcp", "asynciocomm": "asyncio+tls" if tls else "asyncio"}
+    schemes = dict(zip(("stock", "asynciocomm"), group_schemes(tls)))
     out = []
     with tempfile.TemporaryDirectory(prefix="warm-tls-") as tmp, \
             dask.config.set(cluster_config(loop)):
@@ -71,7 +66,7 @@ def warm_ab(workloads: list[str], loop: str, rounds: int, tls: bool = False,
                                        dashboard_address=":0")
                 clusters[side] = (cluster, Client(cluster, security=security))
                 clusters[side][1].wait_for_workers(workers, timeout=60)
-            comms = {side: _comm_class(client) for side, (_, client) in clusters.items()}
+            comms = {side: comm_class(client) for side, (_, client) in clusters.items()}
             for name in workloads:
                 wl = by_name(name)
                 base = wl.size(scale)
@@ -88,12 +83,13 @@ def warm_ab(workloads: list[str], loop: str, rounds: int, tls: bool = False,
                         t0 = time.perf_counter()
                         wl.run(client, p)
                         times[side].append(time.perf_counter() - t0)
-                ratios = [a / b for a, b in zip(times["stock"], times["asynciocomm"])]
+                paired = Comparison(tuple(a / b for a, b in
+                                          zip(times["stock"], times["asynciocomm"])))
                 out.append({"workload": name, "loop": loop, "tls": tls, "rounds": rounds,
                             "schemes": schemes, "comms": comms, "stock_s": times["stock"],
                             "asynciocomm_s": times["asynciocomm"],
-                            "median_ratio": statistics.median(ratios),
-                            "ratio_range": [min(ratios), max(ratios)]})
+                            "median_ratio": paired.median,
+                            "ratio_range": [paired.lo, paired.hi]})
         finally:
             for cluster, client in clusters.values():
                 client.close()
