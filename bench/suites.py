@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from asynciocomm_bench.common.cliargs import add_document_options, csv
+from asynciocomm_bench.common.placement import PLACEMENTS, can_split
 from asynciocomm_bench.common.options import (CLUSTER_BOUNDS, COMM_BOUNDS, COMM_PARTS,
                                               BenchError, available_default_schemes,
                                               bulk_bounds, check_loops, check_schemes)
@@ -94,6 +95,10 @@ class Suite:
                             help="a CPU-bound pure-Python thread in every comm server "
                                  "process, as a worker's task threads (GIL hand-offs)")
         if name == "comm":
+            sp.add_argument("--placement", choices=PLACEMENTS, default="free",
+                            help="free: the kernel places client and server (default); "
+                                 "split: client on one CPU, each server on another, as "
+                                 "two hosts (needs two CPUs)")
             sp.add_argument("--only", type=_parts, default=None,
                             help="comma-separated parts to run: "
                                  f"{', '.join(COMM_PARTS)} (default: all)")
@@ -134,6 +139,8 @@ def _defaults(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     else:
         schemes = check_schemes(args.schemes)
     loops = check_loops(args.loops if args.loops is not None else ["asyncio", "uvloop"])
+    if getattr(args, "placement", "free") == "split" and not can_split():
+        raise BenchError("--placement split needs two CPUs; this process may use one")
     return schemes, loops
 
 
@@ -190,7 +197,8 @@ def run_suites(args: argparse.Namespace) -> Path:
             from asynciocomm_bench.comm.suite import run_comm
 
             doc["comm"] = run_comm(schemes, loops, comm_b, refs=args.refs, quiet=args.quiet,
-                                   cpu_thread=args.cpu_thread)
+                                   cpu_thread=args.cpu_thread,
+                                   where=getattr(args, "placement", "free"))
         if args.cmd in ("cluster", "quick", "all"):
             from asynciocomm_bench.cluster.suite import run_cluster
 

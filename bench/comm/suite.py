@@ -11,7 +11,7 @@ import tempfile
 from typing import Any
 
 from asynciocomm_bench.comm import drivers, references
-from asynciocomm_bench.common import measure
+from asynciocomm_bench.common import measure, placement
 from asynciocomm_bench.common.loops import run_on_loop, running_loop_class
 from asynciocomm_bench.common.options import (REFERENCE_SCHEME, CommBounds, is_tls,
                                               reference_loop, stock_peer, stock_scheme)
@@ -64,6 +64,9 @@ def metrics_for(bounds: CommBounds) -> dict[str, dict[str, Any]]:
         m[f"bulk_{lab}_faults"] = {"title": f"server page faults per {lab} message",
                                    "unit": "faults", "higher_is_better": False,
                                    "ratio": False, "plot": False}
+        m[f"bulk_{lab}_colocated"] = {
+            "title": f"share of the {lab} window client and server shared a CPU",
+            "unit": "share", "higher_is_better": False, "ratio": False, "plot": False}
     for k in bounds.clients:
         m[f"clients_{k}_rts"] = {"title": f"{k} clients, total round trips",
                                  "unit": "rt/s"}
@@ -98,15 +101,23 @@ def build_configs(schemes: list[str], loops: list[str], refs: bool) -> list[Comm
 
 
 def _run_one(cfg: CommConfig, bounds: CommBounds, tls: TLSFiles | None,
-             bar: Bar, cpu_thread: bool = False) -> tuple[dict[str, float], dict[str, Any]]:
-    """Measure one configuration once; returns (metrics, loop classes)."""
+             bar: Bar, cpu_thread: bool = False,
+             where: str = "free") -> tuple[dict[str, float], dict[str, Any]]:
+    """Measure one configuration once, its two processes placed as ``where``
+    says (see :mod:`placement`); returns (metrics, loop classes)."""
     if cfg.kind == "proto":
         return references.proto_run(bounds), {"client": "asyncio (no I/O)"}
     spec = {"kind": "rawaio" if cfg.kind == "rawtask" else cfg.kind,
             "task": cfg.kind == "rawtask", "scheme": cfg.scheme, "loop": cfg.loop,
             "tls": dataclasses.asdict(tls) if (cfg.tls and tls) else None,
             "cpu_thread": cpu_thread}
-    with ServerProcess(spec) as server:
+    with (ServerProcess(spec) as server, placement.placed(where, server.proc.pid),
+          placement.Colocation(server.proc.pid) as colocation):
+
+        def server_usage() -> measure.Usage:
+            same, sampled = colocation.counts()
+            return server.usage()._replace(same_cpu=same, sampled=sampled)
+
         classes: dict[str, Any] = {"server": server.loop_class}
         client_args: dict[str, Any] = {}
         if cfg.tls and tls:
@@ -114,7 +125,7 @@ def _run_one(cfg: CommConfig, bounds: CommBounds, tls: TLSFiles | None,
         ssl_context = client_args.get("ssl_context")
         if cfg.kind == "rawsock":
             res = references.rawsock_run(server.address, ssl_context, bounds,
-                                         server.usage, bar.advance)
+                                         server_usage, bar.advance)
             return res, classes
 
         async def client() -> dict[str, float]:
@@ -124,7 +135,7 @@ def _run_one(cfg: CommConfig, bounds: CommBounds, tls: TLSFiles | None,
                 driver = drivers.CommDriver(server.address, client_args)
             else:
                 driver = drivers.RawAioDriver(server.address, ssl_context)
-            return await measure.run_all(driver, bounds, server.usage, bar.advance)
+            return await measure.run_all(driver, bounds, server_usage, bar.advance)
 
         assert cfg.loop is not None
         return run_on_loop(client, cfg.loop), classes
@@ -132,9 +143,10 @@ def _run_one(cfg: CommConfig, bounds: CommBounds, tls: TLSFiles | None,
 
 def run_comm(schemes: list[str], loops: list[str], bounds: CommBounds, *,
              refs: bool = True, quiet: bool = False,
-             cpu_thread: bool = False) -> dict[str, Any]:
+             cpu_thread: bool = False, where: str = "free") -> dict[str, Any]:
     """Run the comm suite and return its JSON section. ``cpu_thread``: a
-    CPU-bound pure-Python thread runs in every server process."""
+    CPU-bound pure-Python thread runs in every server process. ``where``: the
+    client's and the servers' CPU placement (:mod:`placement`)."""
     configs = build_configs(schemes, loops, refs)
     metrics = metrics_for(bounds)
     samples: list[dict[str, Any]] = []
@@ -148,7 +160,7 @@ def run_comm(schemes: list[str], loops: list[str], bounds: CommBounds, *,
                 for cfg in configs:
                     bar.describe(f"rep {rep + 1}/{bounds.reps} {cfg.label}")
                     try:
-                        values, classes = _run_one(cfg, bounds, tls, bar, cpu_thread)
+                        values, classes = _run_one(cfg, bounds, tls, bar, cpu_thread, where)
                     except Exception as exc:
                         sweep.failed(rep, cfg.label, exc)
                         bar.log(f"comm {cfg.label} failed: {type(exc).__name__}: "
@@ -172,6 +184,7 @@ def run_comm(schemes: list[str], loops: list[str], bounds: CommBounds, *,
         "bounds": {**dataclasses.asdict(bounds),
                    "bulk": {str(k): v for k, v in bounds.bulk.items()}},
         "cpu_thread": cpu_thread,
+        "placement": where,
         "reps_done": sweep.reps_done,
         "truncated": sweep.truncated,
         "errors": sweep.errors,

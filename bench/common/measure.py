@@ -47,10 +47,15 @@ class Usage(NamedTuple):
     #: CPU seconds of the server's event-loop thread alone (0 where unknown):
     #: the process's CPU also counts its other threads (``--cpu-thread``'s)
     loop_cpu: float = 0.0
+    #: Samples in which the client's event loop and the server's had last run on
+    #: the same CPU, and all samples (``placement.Colocation``; 0 where unknown)
+    same_cpu: int = 0
+    sampled: int = 0
 
     def since(self, start: Usage) -> Usage:
         return Usage(self.cpu - start.cpu, self.faults - start.faults,
-                     self.loop_cpu - start.loop_cpu)
+                     self.loop_cpu - start.loop_cpu, self.same_cpu - start.same_cpu,
+                     self.sampled - start.sampled)
 
 
 #: Threads of the bench process that do no comm work (the load sampler, the
@@ -194,8 +199,9 @@ async def concurrent(driver: Any, k: int, n: int, secs: float) -> float:
 def bulk_metrics(size: int, n: int, secs: float, used: Usage,
                  sender: Usage | None = None) -> dict[str, float]:
     """The bulk rows of one size: throughput, the receiving server's CPU and
-    page faults per message, and the sending client's CPU per message when
-    ``sender`` is given."""
+    page faults per message, the sending client's CPU per message when
+    ``sender`` is given, and the share of the window in which the two shared a
+    CPU when ``used`` carries samples of it."""
     lab = size_label(size)
     out = {
         f"bulk_{lab}_gibs": n * size / secs / GiB,
@@ -205,6 +211,8 @@ def bulk_metrics(size: int, n: int, secs: float, used: Usage,
     }
     if sender is not None:
         out[f"bulk_{lab}_send_cpu_us"] = sender.cpu / n * 1e6
+    if used.sampled:
+        out[f"bulk_{lab}_colocated"] = used.same_cpu / used.sampled
     return out
 
 

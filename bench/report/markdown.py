@@ -83,6 +83,9 @@ def _loop_classes(sec: dict[str, Any]) -> str:
 def _notes(sec: dict[str, Any], name: str) -> str:
     out = [f"{sec.get('reps_done', '?')} repetition(s), interleaved (each configuration "
            "in turn, in fresh processes); medians over the repetitions."]
+    if sec.get("placement") == "split":
+        out.append("Placement `split`: the client pinned to one CPU and each server "
+                   "process to another, as two hosts.")
     if sec.get("truncated"):
         out.append("**The time budget cut this section short.**")
     for err in sec.get("errors", [])[:10]:

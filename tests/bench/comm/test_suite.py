@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from asynciocomm_bench import cli
 from asynciocomm_bench.common.results import load
 
@@ -64,3 +66,29 @@ def test_only_the_bulk_sizes_asked_for(tmp_path: Path) -> None:
     proto = {s["metric"] for s in sec["samples"] if s["config"] == "proto"}
     assert proto == {"bulk_64KiB_cpu_us"}
     assert "| `tcp@asyncio` vs `rawaio@asyncio` |" in (tmp_path / "report.md").read_text()
+
+
+def test_placement_split_and_the_colocation_share(tmp_path: Path) -> None:
+    """``--placement split`` pins the client and each server apart, so no window
+    ever finds them on one CPU; the default leaves placement to the kernel and
+    reports each window's share, between 0 and 1."""
+    from asynciocomm_bench.common.placement import can_split
+
+    if not can_split():
+        pytest.skip("needs two CPUs")
+    shares: dict[str, list[float]] = {}
+    for where in ("split", "free"):
+        out = tmp_path / where
+        rc = cli.main(["comm", "--size", "smoke", "--schemes", "tcp", "--loops", "asyncio",
+                       "--only", "bulk", "--bulk", "1MiB", "--reps", "1", "--quiet",
+                       "--no-plots", "--placement", where, "--out", str(out)])
+        assert rc == 0
+        sec = load(out)["comm"]
+        assert sec["errors"] == [] and sec["placement"] == where
+        shares[where] = [s["value"] for s in sec["samples"]
+                         if s["metric"] == "bulk_1MiB_colocated"]
+    # every configuration but proto (no server) has the row
+    assert len(shares["split"]) == len(shares["free"]) == 4
+    assert shares["split"] == [0.0] * 4
+    assert all(0.0 <= v <= 1.0 for v in shares["free"])
+    assert "Placement `split`" in (tmp_path / "split" / "report.md").read_text()
