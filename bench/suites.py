@@ -89,7 +89,7 @@ class Suite:
         if name in ("comm", "quick", "all"):
             sp.add_argument("--refs", action=argparse.BooleanOptionalAction,
                             default=name != "quick",
-                            help="the rawsock / rawaio / rawtask / proto references "
+                            help="the rawsock / rawaio / rawtask / rawkeep / proto references "
                                  "(default: on, off for quick)")
             sp.add_argument("--cpu-thread", action="store_true",
                             help="a CPU-bound pure-Python thread in every comm server "

@@ -131,9 +131,10 @@ async def _serve_async(spec: dict[str, Any]) -> None:
         await listener.start()
         address = listener.contact_address
         closer = listener.stop
-    else:  # rawaio / rawtask: the bare protocol references
-        factory = (rawproto.RawTaskServerProtocol if spec.get("task")
-                   else rawproto.RawServerProtocol)
+    else:  # rawaio / rawtask / rawkeep: the bare protocol references
+        factory: Any = (rawproto.RawKeepServerProtocol if spec.get("keep")
+                        else rawproto.RawTaskServerProtocol if spec.get("task")
+                        else rawproto.RawServerProtocol)
         server = await loop.create_server(factory, "127.0.0.1", 0,
                                           ssl=_ssl_context(spec))
         port = server.sockets[0].getsockname()[1]

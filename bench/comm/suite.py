@@ -27,7 +27,7 @@ class CommConfig:
     """One column of the comm tables: a scheme or a reference, on one loop."""
 
     label: str
-    kind: str  # "comm", "rawsock", "rawaio", "rawtask" or "proto"
+    kind: str  # "comm", "rawsock", "rawaio", "rawtask", "rawkeep" or "proto"
     scheme: str | None
     loop: str | None
     tls: bool
@@ -93,9 +93,13 @@ def build_configs(schemes: list[str], loops: list[str], refs: bool) -> list[Comm
             out.append(CommConfig(f"rawaio@{loop}", "rawaio", None, loop, False))
         for loop in loops:
             out.append(CommConfig(f"rawtask@{loop}", "rawtask", None, loop, False))
+        for loop in loops:
+            out.append(CommConfig(f"rawkeep@{loop}", "rawkeep", None, loop, False))
         if any(is_tls(s) for s in schemes):
             for loop in loops:  # the loop's own TLS transport, with nothing on top
                 out.append(CommConfig(f"rawaio+tls@{loop}", "rawaio", None, loop, True))
+            for loop in loops:
+                out.append(CommConfig(f"rawkeep+tls@{loop}", "rawkeep", None, loop, True))
         out.append(CommConfig("proto", "proto", None, None, False))
     return out
 
@@ -107,8 +111,9 @@ def _run_one(cfg: CommConfig, bounds: CommBounds, tls: TLSFiles | None,
     says (see :mod:`placement`); returns (metrics, loop classes)."""
     if cfg.kind == "proto":
         return references.proto_run(bounds), {"client": "asyncio (no I/O)"}
-    spec = {"kind": "rawaio" if cfg.kind == "rawtask" else cfg.kind,
-            "task": cfg.kind == "rawtask", "scheme": cfg.scheme, "loop": cfg.loop,
+    spec = {"kind": "rawaio" if cfg.kind in ("rawtask", "rawkeep") else cfg.kind,
+            "task": cfg.kind == "rawtask", "keep": cfg.kind == "rawkeep",
+            "scheme": cfg.scheme, "loop": cfg.loop,
             "tls": dataclasses.asdict(tls) if (cfg.tls and tls) else None,
             "cpu_thread": cpu_thread}
     with (ServerProcess(spec) as server, placement.placed(where, server.proc.pid),

@@ -15,6 +15,17 @@ SECTIONS = {"comm": ("Comm level", None),
             "workloads": ("Real workloads", "asynciocomm_bench.workloads.report:details"),
             "ab": ("A/B of a script", "asynciocomm_bench.ab.report:details")}
 
+#: The comm section's bulk share tables, one per bare protocol (``ratios.RAW_KINDS``).
+RAW_SHARE_INTROS = {
+    "rawkeep": ("Bulk throughput against the bare protocol that keeps the bytes, on the "
+                "same loop (`rawkeep@loop`, over TLS `rawkeep+tls@loop`; paired ratios, "
+                "the share of the raw socket doing a comm's job; range; pairs):"),
+    "rawaio": ("Bulk throughput against the bare protocol that drops each payload as it "
+               "reads it, on the same loop (`rawaio@loop`, over TLS `rawaio+tls@loop`; "
+               "paired ratios; range; pairs). Its 256 KiB of received bytes stay in the "
+               "CPU's cache, which no receiver that keeps them can match on loopback:"),
+}
+
 
 def fmt(value: float | None) -> str:
     """A compact human number: 12,345 / 123.4 / 1.23."""
@@ -146,17 +157,19 @@ def render(doc: dict[str, Any], plots: dict[str, list[str]] | None = None) -> st
         if table:
             out += ["Against the stock comm on the same loop (paired ratios, > 1 is "
                     "better; range; pairs):", "", table, ""]
-        shares = ratios.raw_share_table(sec) if name == "comm" else ""
-        if shares:
-            out += ["Bulk throughput against the bare protocol on the same loop "
-                    "(`rawaio@loop`, over TLS `rawaio+tls@loop`; paired ratios, the "
-                    "share of the raw socket; range; pairs):", "", shares, ""]
+        for kind, intro in RAW_SHARE_INTROS.items():
+            shares = ratios.raw_share_table(sec, kind) if name == "comm" else ""
+            if shares:
+                out += [intro, "", shares, ""]
         if name == "comm" and any(c.get("kind", "comm") != "comm" for c in sec["configs"]):
             out += ["References: `rawsock` = blocking sockets (sendall/recv_into) "
                     "between two processes; `rawaio@loop` = a bare asyncio Protocol "
                     "with no dask serialization; `rawtask@loop` = the same in the "
                     "Comm API's shape, a task awaiting each message; `rawaio+tls@loop` = "
-                    "the bare protocol over the loop's TLS transport; `proto` = distributed's "
+                    "the bare protocol over the loop's TLS transport; `rawkeep@loop` "
+                    "(`rawkeep+tls@loop`) = a bare buffered protocol that keeps every "
+                    "payload, received in place, until the next message has arrived "
+                    "(two buffers alternate), as a comm's reader must; `proto` = distributed's "
                     "`to_frames` + `from_frames` with no I/O (its CPU rows are "
                     "the cost of one message serialized and deserialized).", ""]
         lc = _loop_classes(sec)

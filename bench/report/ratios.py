@@ -92,22 +92,29 @@ def ratio_table(sec: dict[str, Any]) -> str:
     return _table(rows, heads, "metric") if rows else ""
 
 
-def raw_peer(config: dict[str, Any]) -> str | None:
-    """The bare protocol on a comm's own loop and transport, the physical limit
-    its bulk rows are set against: ``rawaio@loop``, over TLS
-    ``rawaio+tls@loop``; None for anything but a comm."""
+#: The bare protocols a comm's bulk rows are set against: ``rawkeep`` keeps
+#: every payload as a comm's reader must (the goal's reference), ``rawaio``
+#: drops it as it reads (an upper bound no comm can reach on loopback).
+RAW_KINDS = ("rawkeep", "rawaio")
+
+
+def raw_peer(config: dict[str, Any], kind: str = "rawaio") -> str | None:
+    """The bare protocol ``kind`` on a comm's own loop and transport, a physical
+    limit its bulk rows are set against: ``kind@loop``, over TLS
+    ``kind+tls@loop``; None for anything but a comm."""
     if config.get("kind", "comm") != "comm" or not config.get("loop"):
         return None
     tls = config.get("tls", is_tls(config.get("scheme") or ""))
-    return f"rawaio{'+tls' if tls else ''}@{config['loop']}"
+    return f"{kind}{'+tls' if tls else ''}@{config['loop']}"
 
 
-def raw_share_table(sec: dict[str, Any]) -> str:
-    """Every comm's bulk throughput against the bare protocol on its loop (stock
-    comms too), paired within each repetition: the share of the raw socket."""
+def raw_share_table(sec: dict[str, Any], kind: str = "rawaio") -> str:
+    """Every comm's bulk throughput against the bare protocol ``kind`` on its
+    loop (stock comms too), paired within each repetition: the share of the
+    raw socket."""
     labels = {c["label"] for c in sec["configs"]}
     pairs = {c["label"]: peer for c in sec["configs"]
-             if (peer := raw_peer(c)) is not None and peer in labels}
+             if (peer := raw_peer(c, kind)) is not None and peer in labels}
     metrics = [m for m in sec["metrics"] if m.startswith("bulk_") and m.endswith("_gibs")]
     if not pairs or not metrics:
         return ""

@@ -18,13 +18,15 @@ def test_comm_smoke(tmp_path: Path) -> None:
     sec = doc["comm"]
     assert sec["errors"] == []
     labels = [c["label"] for c in sec["configs"]]
-    assert labels == ["tcp@asyncio", "rawsock", "rawaio@asyncio", "rawtask@asyncio", "proto"]
+    assert labels == ["tcp@asyncio", "rawsock", "rawaio@asyncio", "rawtask@asyncio",
+                      "rawkeep@asyncio", "proto"]
     tcp = sec["summary"]["tcp@asyncio"]
     for metric in ("ping_rts", "ping_p99_us", "ping_cpu_us", "stream_msgs",
                    "bulk_64KiB_gibs", "bulk_1MiB_gibs", "clients_2_rts"):
         assert tcp[metric]["median"] > 0, metric
     assert sec["summary"]["proto"]["ping_cpu_us"]["median"] > 0
-    for label in ("tcp@asyncio", "rawsock", "rawaio@asyncio", "rawtask@asyncio"):  # faults
+    for label in ("tcp@asyncio", "rawsock", "rawaio@asyncio", "rawtask@asyncio",
+                  "rawkeep@asyncio"):  # faults
         assert sec["summary"][label]["bulk_1MiB_faults"]["median"] >= 0, label
         # each side's CPU: the receiving server's and the sending client's
         assert sec["summary"][label]["bulk_1MiB_cpu_us"]["median"] > 0, label
@@ -65,7 +67,10 @@ def test_only_the_bulk_sizes_asked_for(tmp_path: Path) -> None:
     assert "bulk_1MiB_gibs" not in measured
     proto = {s["metric"] for s in sec["samples"] if s["config"] == "proto"}
     assert proto == {"bulk_64KiB_cpu_us"}
-    assert "| `tcp@asyncio` vs `rawaio@asyncio` |" in (tmp_path / "report.md").read_text()
+    report = (tmp_path / "report.md").read_text()
+    assert "| `tcp@asyncio` vs `rawaio@asyncio` |" in report
+    assert "| `tcp@asyncio` vs `rawkeep@asyncio` |" in report
+    assert report.index("vs `rawkeep@asyncio`") < report.index("vs `rawaio@asyncio`")
 
 
 def test_placement_split_and_the_colocation_share(tmp_path: Path) -> None:
@@ -88,7 +93,7 @@ def test_placement_split_and_the_colocation_share(tmp_path: Path) -> None:
         shares[where] = [s["value"] for s in sec["samples"]
                          if s["metric"] == "bulk_1MiB_colocated"]
     # every configuration but proto (no server) has the row
-    assert len(shares["split"]) == len(shares["free"]) == 4
-    assert shares["split"] == [0.0] * 4
+    assert len(shares["split"]) == len(shares["free"]) == 5
+    assert shares["split"] == [0.0] * 5
     assert all(0.0 <= v <= 1.0 for v in shares["free"])
     assert "Placement `split`" in (tmp_path / "split" / "report.md").read_text()
