@@ -6,7 +6,9 @@ Strategy:
   out (``get_buffer``): the shared receive buffer for headers and small frames, or
   a large frame's own buffer. Complete messages queue in the decoder; ``read()``
   pops one without creating a future when one is waiting. Reading pauses while the
-  unread messages exceed ``read-pause`` bytes and resumes below half of it. A
+  unread messages exceed ``read-pause`` bytes and resumes below half of it, and
+  for one loop iteration after a large message reached a waiting reader
+  (:mod:`asynciocomm.reading` owns the switch and says why). A
   message stays unread until ``read()`` has returned it (:meth:`delivered`), also
   while it is deserialized in the offload thread: the reader still holds its
   previous message then, and a third large frame received meanwhile would
@@ -39,6 +41,7 @@ from asynciocomm.config import Settings
 from asynciocomm.errors import ProtocolError, detached, translate
 from asynciocomm.log import get_logger
 from asynciocomm.pool import BufferPool, shared_pool
+from asynciocomm.reading import FLOW, ReadSwitch
 from asynciocomm.sockets.sockopts import configure_socket
 from asynciocomm.transports import TransportTraits
 from asynciocomm.writer import Sender
@@ -106,7 +109,7 @@ class FramedProtocol(asyncio.BufferedProtocol):
         self.transport: asyncio.Transport | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._read_waiter: asyncio.Future[None] | None = None
-        self._reading_paused = False
+        self._reading: ReadSwitch | None = None  # made with the transport
         # Payload bytes of the message read() took and has not returned yet.
         self._delivering = 0
         self._sender: Sender | None = None
@@ -132,6 +135,7 @@ class FramedProtocol(asyncio.BufferedProtocol):
         traits = TransportTraits.of(transport)
         self._tls = traits.tls
         self._sender = Sender(self.settings, self.transport, self._loop, traits)
+        self._reading = ReadSwitch(self.transport, self._loop)
         self._loop_guard = lifetime.track(self)
         configure_socket(transport.get_extra_info("socket"), self.settings.tcp_timeout)
         # Called once, then dropped: the listener that passed it must not be
@@ -142,18 +146,20 @@ class FramedProtocol(asyncio.BufferedProtocol):
 
     def buffer_updated(self, nbytes: int) -> None:
         decoder = self._decoder
+        queued = decoder.queued_bytes
         try:
             decoder.buffer_updated(nbytes)
         except ProtocolError as exc:
             self._protocol_failure(exc)
             return
-        if decoder.messages:
-            self._wake_reader()
-        if (not self._reading_paused
-                and decoder.queued_bytes + self._delivering > self.settings.read_pause):
-            self._reading_paused = True
-            assert self.transport is not None
-            self.transport.pause_reading()
+        reading = self._reading
+        assert reading is not None
+        if decoder.messages and self._wake_reader() and self._pool is not None and (
+                decoder.queued_bytes - queued >= self.settings.buffer_pool_min_size):
+            # A pooled frame's message reached a waiting reader (see reading.py).
+            reading.yield_to_reader()
+        if decoder.queued_bytes + self._delivering > self.settings.read_pause:
+            reading.hold(FLOW)
 
     def eof_received(self) -> bool:
         self._eof = True
@@ -179,6 +185,8 @@ class FramedProtocol(asyncio.BufferedProtocol):
         self._wake_reader()
         if self._lost_waiter is not None and not self._lost_waiter.done():
             self._lost_waiter.set_result(None)
+        if self._reading is not None:
+            self._reading.detach()
         self.transport = None  # break the transport <-> protocol cycle
         self._loop_guard = None
 
@@ -206,18 +214,22 @@ class FramedProtocol(asyncio.BufferedProtocol):
         self._closing = True
         transport = self.transport
         if transport is not None:
-            transport.pause_reading()
+            assert self._reading is not None
+            self._reading.stop()
             transport.close()
             assert self._loop is not None
             self._loop.call_later(PROTOCOL_ERROR_GRACE, transport.abort)
         self._wake_reader()
 
-    def _wake_reader(self) -> None:
+    def _wake_reader(self) -> bool:
+        """Resolve read()'s waiter; True if a reader was waiting."""
         waiter = self._read_waiter
         if waiter is not None:
             self._read_waiter = None
             if not waiter.done():
                 waiter.set_result(None)
+                return True
+        return False
 
     @property
     def tls(self) -> bool:
@@ -288,10 +300,8 @@ class FramedProtocol(asyncio.BufferedProtocol):
         (or failed to deserialize): resume reading once the unread messages are
         at most half of ``read-pause``."""
         self._delivering = 0
-        if self._reading_paused and self._decoder.queued_bytes <= self.settings.read_pause // 2:
-            self._reading_paused = False
-            if self.transport is not None:
-                self.transport.resume_reading()
+        if self._reading is not None and self._decoder.queued_bytes <= self.settings.read_pause // 2:
+            self._reading.release(FLOW)
 
     def readable(self) -> asyncio.Future[None]:
         """A future resolved when a message arrives or the connection ends."""
@@ -406,7 +416,8 @@ class FramedProtocol(asyncio.BufferedProtocol):
         loop = self._loop
         if (not now and loop is not None and _running_loop() is loop
                 and not transport.is_closing()):
-            transport.pause_reading()
+            assert self._reading is not None
+            self._reading.stop()
             self._abort_handle = loop.call_soon(transport.abort)
             return
         if self._abort_handle is not None:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from distributed.protocol import to_serialize
 
+from asynciocomm.reading import FLOW
 from asynciocomm.transports import LARGE_WRITE_CHUNK, TLS_WRITE_CHUNK
 from tests.helpers_net import WAIT, write_spy
 from tests.variants import OWN, connect_to, raw_socket, serve, variant_fixture
@@ -152,13 +153,13 @@ async def test_read_pauses_when_unread_messages_exceed_the_bound(
             task = asyncio.ensure_future(writer())
             try:
                 for _ in range(int(WAIT / 0.02)):
-                    if protocol._reading_paused:
+                    if protocol._reading.held(FLOW):
                         break
                     await asyncio.sleep(0.02)
-                assert protocol._reading_paused
+                assert protocol._reading.held(FLOW)
                 await _until_stalled(lambda: decoder.queued_bytes, task)
                 assert not task.done(), "the sender was never held back"
-                assert protocol._reading_paused
+                assert protocol._reading.held(FLOW)
                 # It kept receiving up to the bound though nobody read.
                 assert read_pause < decoder.queued_bytes <= bound, decoder.queued_bytes
 
@@ -166,10 +167,10 @@ async def test_read_pauses_when_unread_messages_exceed_the_bound(
                 for i in range(n):
                     assert decoder.queued_bytes <= bound
                     _check(await asyncio.wait_for(receiver.read(), WAIT), i, size)
-                    resumed = resumed or not protocol._reading_paused
+                    resumed = resumed or not protocol._reading.held(FLOW)
                 assert resumed
                 await asyncio.wait_for(task, WAIT)
-                assert not protocol._reading_paused
+                assert not protocol._reading.held(FLOW)
                 assert decoder.queued_bytes == 0
             finally:
                 task.cancel()

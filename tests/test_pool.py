@@ -320,3 +320,46 @@ def test_the_shared_pool_is_one_per_setting_across_threads() -> None:
     assert len(got) == 8 and all(p is got[0] for p in got)
     assert poolmod.shared_pool(*key) is got[0]
     assert poolmod.shared_pool(124 * MiB, 3 * MiB, 7.0) is not got[0]
+
+
+async def test_a_handler_that_drops_each_message_on_the_next_read_cycles_two_blocks(
+    variant, certs
+) -> None:
+    """A sender streams 2 MiB arrays; the handler keeps each message until its
+    next ``read()`` returns, as ``msg = await comm.read()`` in a loop does. The
+    receiver yields to the reader after each large message, so the frame after
+    it reuses the block the reader just dropped: two blocks cycle, not three
+    (see asynciocomm.reading)."""
+    from distributed.protocol.serialize import to_serialize
+
+    n, count = 2 * MiB, 24
+    blocks: list[int] = []
+    done = asyncio.Event()
+
+    async def handler(comm) -> None:
+        try:
+            while True:
+                msg = await comm.read()
+                if msg == "bye":
+                    break
+                blocks.append(msg["x"].__array_interface__["data"][0])
+        finally:
+            done.set()
+
+    settings = {
+        "distributed.comm.asyncio.buffer-pool-min-size": "1MiB",
+        "distributed.comm.asyncio.buffer-pool-idle": "1h",
+    }
+    with dask.config.set(settings):
+        async with serve(variant, certs, handler) as listener:
+            comm = await connect_to(variant, certs, listener.contact_address, timeout=WAIT)
+            try:
+                arr = np.ones(n, dtype="u1")
+                for _ in range(count):
+                    await comm.write({"x": to_serialize(arr)})
+                await comm.write("bye")
+                await asyncio.wait_for(done.wait(), WAIT)
+            finally:
+                await comm.close()
+    assert len(blocks) == count
+    assert len(set(blocks[4:])) == 2, blocks
