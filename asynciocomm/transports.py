@@ -24,12 +24,15 @@ from asynciocomm.wire.encoder import Buffer
 LARGE_WRITE_CHUNK = 4 * 1024 * 1024
 #: Chunk size for large frames over TLS (either loop). The transport encrypts
 #: each write into its memory BIO and reads the ciphertext out as one bytes
-#: object: chunks of several MiB make buffers above glibc's trim threshold, so
-#: each is fresh memory and page-faults on every message (hundreds to thousands
-#: of faults per 16-128 MiB message, against a handful at 256 KiB); 256 KiB
-#: chunks are reused by the allocator and stay in the CPU's L2 cache. The
-#: measurements are in bench/results/ (large messages).
-TLS_WRITE_CHUNK = 256 * 1024
+#: object, so a chunk is encrypted whole before any of it leaves. Each chunk
+#: also costs the TLS write path's fixed work (Python calls, a ciphertext
+#: object, a flow-control pause and resume); where encryption runs at full
+#: speed that outweighs the cache and allocator benefit of small chunks:
+#: measured one-way against stock TLS on both loops, 4 MiB chunks move 4 MiB
+#: messages at 0.92-1.00x of it where 256 KiB chunks reach 0.82x, and 16-128 MiB
+#: at 1.05-1.27x against 0.87-1.15x, with 4-16 % less sender CPU from 16 MiB up
+#: (bench/results/README.md, large messages). The same as the plain chunk.
+TLS_WRITE_CHUNK = LARGE_WRITE_CHUNK
 #: Messages from this size up take that path on such transports. Below it, a
 #: copy of the unsent tail costs less than waiting for the buffer to empty.
 LARGE_WRITE_MIN = 256 * 1024

@@ -29,7 +29,7 @@ Strategy:
   cancelled), each when the transport's buffer is empty, so the kernel reads
   them from the caller's memory and at most one chunk's tail is ever copied.
   TLS transports (on either loop) encrypt a whole write into one buffer before
-  any of it leaves; they get smaller chunks (``TLS_WRITE_CHUNK``), paced by the
+  any of it leaves; they get chunks too (``TLS_WRITE_CHUNK``), paced by the
   ordinary write flow control. Public transport API only; the sizes and what
   each transport does are in :mod:`asynciocomm.transports`.
 """
