@@ -191,15 +191,9 @@ class RawKeepServerProtocol(asyncio.BufferedProtocol):
         return self.payloads[self.turn]
 
     def _message(self, op: int, length: int) -> None:
-        if op == SINK:
-            self.count += 1
-        elif op == PING:
-            self.transport.write(HDR.pack(length, PING) + self.payloads[self.turn][:length])
-        elif op == SYNC:
-            self.transport.write(HDR.pack(self.count, SYNC))
-            self.count = 0
-        elif op == BYE:
-            self.transport.close()
+        # Answered as the other bare servers answer (a PING echoes the whole message).
+        frame = HDR.pack(length, PING) + self.payloads[self.turn][:length] if op == PING else b""
+        RawServerProtocol.on_message(self, op, frame)  # type: ignore[arg-type]
 
 
 class RawClientProtocol(asyncio.Protocol):
