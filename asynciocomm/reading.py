@@ -43,11 +43,16 @@ class ReadSwitch:
     def held(self, reason: int) -> bool:
         return bool(self._held & reason)
 
+    @property
+    def _paused(self) -> bool:
+        """The transport is not reading: some reason holds it, or it stopped."""
+        return bool(self._held) or self._stopped
+
     def hold(self, reason: int) -> None:
         """Pause reading for ``reason`` (no-op if it holds already)."""
         if self._held & reason:
             return
-        paused = bool(self._held) or self._stopped
+        paused = self._paused
         self._held |= reason
         if not paused and self._transport is not None:
             self._transport.pause_reading()
@@ -58,8 +63,7 @@ class ReadSwitch:
             return
         self._held &= ~reason
         transport = self._transport
-        if (not self._held and not self._stopped and transport is not None
-                and not transport.is_closing()):
+        if not self._paused and transport is not None and not transport.is_closing():
             transport.resume_reading()
 
     def yield_to_reader(self) -> None:
@@ -77,7 +81,7 @@ class ReadSwitch:
 
     def stop(self) -> None:
         """Read nothing more on this connection."""
-        paused = bool(self._held) or self._stopped
+        paused = self._paused
         self._stopped = True
         self._cancel_yield()
         if not paused and self._transport is not None:

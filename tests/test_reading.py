@@ -4,16 +4,24 @@ the end wins, on a real connected transport of each loop."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
+from collections.abc import AsyncIterator
 
 from asynciocomm.reading import FLOW, ReadSwitch
 
 
-async def _transport() -> tuple[asyncio.Transport, socket.socket]:
+@contextlib.asynccontextmanager
+async def _transport() -> AsyncIterator[asyncio.Transport]:
+    """A connected transport of the running loop, closed with its peer afterwards."""
     ours, peer = socket.socketpair()
     transport, _ = await asyncio.get_running_loop().connect_accepted_socket(
         asyncio.Protocol, ours)
-    return transport, peer
+    try:
+        yield transport
+    finally:
+        transport.close()
+        peer.close()
 
 
 async def _one_iteration() -> None:
@@ -26,8 +34,7 @@ async def _one_iteration() -> None:
 
 
 async def test_a_yield_and_flow_control_hold_reading_until_both_let_go() -> None:
-    transport, peer = await _transport()
-    try:
+    async with _transport() as transport:
         switch = ReadSwitch(transport, asyncio.get_running_loop())
         switch.hold(FLOW)
         switch.yield_to_reader()
@@ -42,14 +49,10 @@ async def test_a_yield_and_flow_control_hold_reading_until_both_let_go() -> None
         assert not transport.is_reading() and switch.held(FLOW)
         switch.release(FLOW)
         assert transport.is_reading()
-    finally:
-        transport.close()
-        peer.close()
 
 
 async def test_after_stop_nothing_resumes_reading() -> None:
-    transport, peer = await _transport()
-    try:
+    async with _transport() as transport:
         switch = ReadSwitch(transport, asyncio.get_running_loop())
         switch.yield_to_reader()
         switch.hold(FLOW)
@@ -58,20 +61,13 @@ async def test_after_stop_nothing_resumes_reading() -> None:
         switch.yield_to_reader()
         await _one_iteration()
         assert not transport.is_reading()
-    finally:
-        transport.close()
-        peer.close()
 
 
 async def test_a_detached_switch_lets_go_of_the_transport() -> None:
-    transport, peer = await _transport()
-    try:
+    async with _transport() as transport:
         switch = ReadSwitch(transport, asyncio.get_running_loop())
         switch.yield_to_reader()
         switch.detach()
         await _one_iteration()  # the cancelled yield touches nothing
         assert not transport.is_reading()
         assert switch._transport is None
-    finally:
-        transport.close()
-        peer.close()
