@@ -9,6 +9,7 @@ the test starts (nannies, CLI subprocesses via :func:`loop_env`) uses the same l
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 from collections.abc import Callable, Iterator
 
@@ -16,7 +17,9 @@ import dask
 import pytest
 from distributed.config import get_loop_factory
 
-LOOPS = ("asyncio", "uvloop")
+#: uvloop is not installed where it does not exist (Windows; see pyproject's marker):
+#: there every test runs on the plain asyncio loop only, as distributed does.
+LOOPS = ("asyncio", "uvloop") if importlib.util.find_spec("uvloop") else ("asyncio",)
 #: tests/harness runs in a pytest process of its own (tests/test_harness.py),
 #: which sets ASYNCIOCOMM_HARNESS.
 collect_ignore = [] if os.environ.get("ASYNCIOCOMM_HARNESS") else ["harness"]

@@ -40,23 +40,47 @@ def keepalive_schedule(timeout: int) -> tuple[int, int]:
     return timeout - interval * KEEPALIVE_PROBES, interval
 
 
-def configure_socket(sock: Any, tcp_timeout: int) -> None:
+#: macOS names the keepalive options only since Python 3.10 on new SDKs; the stock
+#: comm falls back to these numbers (TCP_KEEPALIVE, TCP_KEEPINTVL, TCP_KEEPCNT in
+#: <netinet/tcp.h>), and so does this one, so that both probe a dead peer alike.
+_DARWIN_KEEPALIVE = (0x10, 0x101, 0x102)
+
+
+def _keepalive_options(platform: str) -> tuple[int, int, int] | None:
+    """(idle, interval, count) option numbers, as the stock comm finds them."""
+    try:
+        return socket.TCP_KEEPIDLE, socket.TCP_KEEPINTVL, socket.TCP_KEEPCNT
+    except AttributeError:
+        return _DARWIN_KEEPALIVE if platform == "darwin" else None
+
+
+def configure_socket(sock: Any, tcp_timeout: int, platform: str = sys.platform) -> None:
     """Set TCP_NODELAY, keepalive and TCP_USER_TIMEOUT on a connected socket.
 
-    ``sock`` is a socket or asyncio's TransportSocket wrapper. Failures are logged,
-    not raised: a socket option is never worth a connection.
+    ``sock`` is a socket or asyncio's TransportSocket wrapper. The keepalive follows
+    ``distributed.comm.tcp.set_tcp_timeout`` option by option on each platform:
+    Windows takes the schedule through ``SIO_KEEPALIVE_VALS`` (its probe count is
+    fixed at 10), macOS through its own option numbers, Linux adds
+    ``TCP_USER_TIMEOUT``. ``platform`` is ``sys.platform``; tests pass another to
+    exercise the branches this machine does not take. Failures are logged, not
+    raised: a socket option is never worth a connection.
     """
     if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
         return
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         idle, interval = keepalive_schedule(tcp_timeout)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-        if hasattr(socket, "TCP_KEEPIDLE"):
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, idle)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, interval)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, KEEPALIVE_PROBES)
-        if sys.platform.startswith("linux"):
+        if platform.startswith("win"):
+            sock.ioctl(socket.SIO_KEEPALIVE_VALS, (1, idle * 1000, interval * 1000))
+        else:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            options = _keepalive_options(platform)
+            if options is not None:
+                idle_opt, interval_opt, count_opt = options
+                sock.setsockopt(socket.IPPROTO_TCP, count_opt, KEEPALIVE_PROBES)
+                sock.setsockopt(socket.IPPROTO_TCP, idle_opt, idle)
+                sock.setsockopt(socket.IPPROTO_TCP, interval_opt, interval)
+        if platform.startswith("linux"):
             sock.setsockopt(socket.IPPROTO_TCP, _TCP_USER_TIMEOUT, tcp_timeout * 1000)
     except OSError:
         logger.exception("Could not set TCP options on %r", sock)
