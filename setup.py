@@ -38,19 +38,28 @@ def packages() -> list[str]:
 
 
 class OptionalBuildExt(build_ext):
-    """Compile the extension when possible; fall back to pure Python otherwise."""
+    """Compile the extensions when possible; fall back to pure Python otherwise,
+    and say so once, whichever step failed (no compiler, no headers, a Cython
+    error), so that a user sees one line rather than one traceback per twin."""
 
     def run(self) -> None:
+        self._failures: list[str] = []
         try:
             super().run()
         except Exception as e:  # noqa: BLE001 - any build failure means "pure"
-            print(f"asynciocomm: compiled decoder/encoder not built ({e}); using pure Python", file=sys.stderr)
+            self._failures.append(str(e))
+        if self._failures:
+            print(
+                "asynciocomm: compiled decoder/encoder not built "
+                f"({self._failures[0]}); using pure Python",
+                file=sys.stderr,
+            )
 
     def build_extension(self, ext: Extension) -> None:
         try:
             super().build_extension(ext)
         except Exception as e:  # noqa: BLE001
-            print(f"asynciocomm: {ext.name} not built ({e}); using pure Python", file=sys.stderr)
+            self._failures.append(f"{ext.name}: {e}")
 
 
 def extensions() -> list[Extension]:

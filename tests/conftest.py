@@ -23,6 +23,10 @@ LOOPS = ("asyncio", "uvloop") if importlib.util.find_spec("uvloop") else ("async
 #: tests/harness runs in a pytest process of its own (tests/test_harness.py),
 #: which sets ASYNCIOCOMM_HARNESS.
 collect_ignore = [] if os.environ.get("ASYNCIOCOMM_HARNESS") else ["harness"]
+#: tests/release builds and installs the artefacts from PyPI, in nox's packaging
+#: session only (ASYNCIOCOMM_RELEASE_TESTS; the module says why).
+if not os.environ.get("ASYNCIOCOMM_RELEASE_TESTS"):
+    collect_ignore.append("release")
 
 
 def _make_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop]:
