@@ -1,4 +1,4 @@
-"""CI's matrix: ``nox`` runs every default session, ``nox -s NAME`` one of them.
+"""The CPython matrix: ``nox`` runs every default session, ``nox -s NAME`` one of them.
 
 Each session makes its own virtualenv from PyPI, installs asynciocomm editable
 (the compiled twins are built for that Python, beside the others' in the tree)

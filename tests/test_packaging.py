@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.sources import copy_sources
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 #: What the build needs of the checkout; the rest (results, tests, caches) only slows the copy.
@@ -42,12 +44,7 @@ def _offline_build_possible() -> bool:
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
     src = tmp_path_factory.mktemp("src")
     out = tmp_path_factory.mktemp("wheel")
-    for name in SOURCES:
-        path = ROOT / name
-        if path.is_dir():
-            shutil.copytree(path, src / name, ignore=IGNORE)
-        else:
-            shutil.copy2(path, src / name)
+    copy_sources(src, SOURCES, IGNORE)
     cmd = [sys.executable, "-m", "pip", "wheel", str(src), "-w", str(out), "--no-deps", "-q"]
     if _offline_build_possible():
         cmd.append("--no-build-isolation")

@@ -40,9 +40,10 @@ def keepalive_schedule(timeout: int) -> tuple[int, int]:
     return timeout - interval * KEEPALIVE_PROBES, interval
 
 
-#: macOS names the keepalive options only since Python 3.10 on new SDKs; the stock
-#: comm falls back to these numbers (TCP_KEEPALIVE, TCP_KEEPINTVL, TCP_KEEPCNT in
-#: <netinet/tcp.h>), and so does this one, so that both probe a dead peer alike.
+#: Where macOS's ``socket`` module lacks the keepalive names (an older Python or
+#: SDK), the stock comm falls back to these numbers (TCP_KEEPALIVE, TCP_KEEPINTVL,
+#: TCP_KEEPCNT in <netinet/tcp.h>), and so does this one, so that both probe a dead
+#: peer alike.
 _DARWIN_KEEPALIVE = (0x10, 0x101, 0x102)
 
 

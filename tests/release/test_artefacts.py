@@ -10,6 +10,7 @@ These build and install from PyPI and take minutes, so they run in nox's
 from __future__ import annotations
 
 import email.parser
+import json
 import os
 import shutil
 import subprocess
@@ -21,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.sources import copy_sources
+
 #: What a release is built from; the rest (tests, bench, caches) is not shipped.
 SOURCES = ("pyproject.toml", "setup.py", "README.md", "LICENSE", "asynciocomm")
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.so", "*.c", "*.egg-info")
@@ -68,12 +70,7 @@ def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     src = tmp_path_factory.mktemp("src")
-    for name in SOURCES:
-        path = ROOT / name
-        if path.is_dir():
-            shutil.copytree(path, src / name, ignore=IGNORE)
-        else:
-            shutil.copy2(path, src / name)
+    copy_sources(src, SOURCES, IGNORE)
     out = tmp_path_factory.mktemp("dist")
     # Without flags build makes the sdist, then the wheel from the sdist: a file
     # missing from the sdist fails the wheel.
@@ -139,8 +136,6 @@ def _fresh(tmp_path: Path, version: str) -> Path:
 
 
 def _round_trip(python: Path, tmp_path: Path) -> dict:
-    import json
-
     done = _run([str(python), "-c", ROUND_TRIP], cwd=tmp_path)  # not the checkout
     return json.loads(done.stdout.strip().splitlines()[-1])
 
