@@ -24,13 +24,17 @@ def test_the_asyncio_comm_makes_a_fraction_of_tcps_python_calls(loop: str) -> No
 @pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
 def test_a_large_array_message_is_counted_on_each_side(loop: str) -> None:
     """16 MiB one-way: the stock comm (de)serializes it in distributed's offload
-    thread (about 160 calls there per message), ours on the loops; our
-    receiver's loop makes fewer calls than stock's."""
+    thread (about 160 calls there per message), ours on the loops.
+
+    Only where the calls happen is asserted. How many the receiving loop makes
+    follows how many reads the kernel's timing splits the message into (ours
+    540-780 against stock's 450-600 on this machine, either ahead), so that
+    comparison is the bench's table, not a test."""
     size = 16 * 2**20
     ours = count_bulk("asyncio", loop, size, n=3)
     stock = count_bulk("tcp", loop, size, n=3)
     assert ours["offload"]["py"] < 10 < 50 < stock["offload"]["py"], (ours, stock)
-    assert 0 < ours["recv"]["py"] < stock["recv"]["py"], (ours, stock)
+    assert ours["recv"]["py"] > 0 and stock["recv"]["py"] > 0, (ours, stock)
     assert ours["send"]["py"] > 0 and stock["send"]["py"] > 0
 
 
