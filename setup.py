@@ -6,9 +6,6 @@
 one implementation of each and a compiled twin of it. If Cython or a C compiler is
 missing, or ``ASYNCIOCOMM_PURE_PYTHON=1`` is set, the package installs pure Python
 and :mod:`asynciocomm.wire.speedups` uses ``decoder.py`` and ``encoder.py`` themselves.
-
-The benchmark lives in the folder ``bench/`` and installs as ``asynciocomm_bench``, so
-that the wheel puts no top-level name into site-packages but its own.
 """
 
 from __future__ import annotations
@@ -17,7 +14,7 @@ import os
 import shutil
 import sys
 
-from setuptools import Extension, find_packages, setup
+from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -25,16 +22,6 @@ PURE = os.environ.get("ASYNCIOCOMM_PURE_PYTHON", "") not in ("", "0")
 #: asynciocomm/wire/<name>.py is compiled into asynciocomm.wire._c<name>.
 TWINS = ("decoder", "encoder")
 WIRE = os.path.join(HERE, "asynciocomm", "wire")
-#: The benchmark's installed name, and the folder it is kept in.
-BENCH, BENCH_DIR = "asynciocomm_bench", "bench"
-
-
-def packages() -> list[str]:
-    """asynciocomm's packages and the benchmark's, under its installed name; the
-    subpackages are found, so that a non-editable install ships every one."""
-    ours = find_packages(HERE, include=["asynciocomm", "asynciocomm.*"])
-    bench = find_packages(os.path.join(HERE, BENCH_DIR))
-    return ours + [BENCH] + [f"{BENCH}.{name}" for name in bench]
 
 
 class OptionalBuildExt(build_ext):
@@ -89,8 +76,6 @@ def extensions() -> list[Extension]:
 
 
 setup(
-    packages=packages(),
-    package_dir={BENCH: BENCH_DIR},
     ext_modules=extensions(),
     cmdclass={"build_ext": OptionalBuildExt},
 )

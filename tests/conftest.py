@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import dask
 import pytest
-from distributed.config import get_loop_factory
+
+from tests.peers.loops import loop_factory
 
 #: uvloop is not installed where it does not exist (Windows; see pyproject's marker):
 #: there every test runs on the plain asyncio loop only, as distributed does.
@@ -29,18 +30,8 @@ if not os.environ.get("ASYNCIOCOMM_RELEASE_TESTS"):
     collect_ignore.append("release")
 
 
-def _make_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop]:
-    def factory() -> asyncio.AbstractEventLoop:
-        with dask.config.set({"distributed.admin.event-loop": name}):
-            make = get_loop_factory()
-        return make() if make is not None else asyncio.new_event_loop()
-
-    factory.loop_name = name  # type: ignore[attr-defined]
-    return factory
-
-
 def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> dict:
-    return {name: _make_factory(name) for name in LOOPS}
+    return {name: loop_factory(name) for name in LOOPS}
 
 
 @pytest.fixture(autouse=True)
@@ -77,12 +68,11 @@ def certs(tmp_path_factory: pytest.TempPathFactory):
     return make_certs(str(tmp_path_factory.mktemp("certs")))
 
 
-from tests.variants import OURS, VARIANTS, variant_fixture  # noqa: E402
-
 # asynciocomm's self-check runs at a process's first comm: here, before any test
 # changes what it compares, so that no test's monkeypatch turns the fast codec
 # off for the tests after it.
 from asynciocomm.serialization import choice as _codecs  # noqa: E402
+from tests.variants import OURS, VARIANTS, variant_fixture  # noqa: E402
 
 _codecs.decided()
 

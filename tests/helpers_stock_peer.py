@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 from distributed.protocol import Serialized, deserialize, serialize, to_serialize
-from asynciocomm_bench.reliability.conn import echo  # noqa: F401  (shared echo handler)
+
+from tests.peers.conn import echo  # noqa: F401  (shared echo handler)
 
 WAIT = 60
 

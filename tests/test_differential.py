@@ -1,4 +1,4 @@
-"""The differential harness in CI (``asynciocomm_bench.reliability.differential``; the glue to
+"""The differential harness in CI (``tests.differential``; the glue to
 the test variants is tests/differential/): sequences of operations on a connected
 pair run on the stock comm (the oracle) and on asynciocomm, plain and TLS, on both
 loops; their traces must agree.
@@ -6,7 +6,7 @@ loops; their traces must agree.
 Fixed seed (``derandomize``) and bounded example counts: every CI run tries the
 same sequences, few enough to keep CI within its time (``asynciocomm-bench
 differential`` runs hundreds). A failure prints the sequence as Python to replay with
-``asynciocomm_bench.reliability.differential.runner.run_sequence``, the differences and the
+``tests.differential.runner.run_sequence``, the differences and the
 traces.
 """
 
@@ -15,11 +15,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 
-from asynciocomm_bench.reliability.differential.known import KNOWN, OPEN_BUGS
-from asynciocomm_bench.reliability.differential.ops import Close, Read, Sequence, Write
-from asynciocomm_bench.reliability.differential.strategies import sequences
 from tests.certs import Certs
-from tests.differential import PAIRS, check
+from tests.differential.check import PAIRS, check
+from tests.differential.known import KNOWN, OPEN_BUGS
+from tests.differential.ops import Close, Read, Sequence, Write
+from tests.differential.strategies import sequences
 
 #: The known cases hang where the bug is: a shorter bound (a legitimate step
 #: of theirs takes milliseconds).

@@ -16,7 +16,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 #: installed name -> folder in the checkout
-PACKAGES = {"asynciocomm": ROOT / "asynciocomm", "asynciocomm_bench": ROOT / "bench"}
+PACKAGES = {"asynciocomm": ROOT / "asynciocomm",
+            "asynciocomm_bench": ROOT / "bench" / "asynciocomm_bench"}
 #: The cycles there are, exactly: none.
 KNOWN: dict[str, list[list[str]]] = {"asynciocomm": [], "asynciocomm_bench": []}
 
@@ -27,7 +28,7 @@ def modules(name: str, folder: Path) -> dict[str, Path]:
     for path in folder.rglob("*.py"):
         rel = path.relative_to(folder).with_suffix("")
         if not (path.parent / "__init__.py").is_file() or rel.name.startswith("_c"):
-            continue  # a data folder (bench/results), or a build-time copy
+            continue  # a data folder, or a build-time copy
         parts = [name, *rel.parts]
         if parts[-1] == "__init__":
             parts.pop()

@@ -23,8 +23,9 @@ from distributed.comm import connect, listen
 
 from asynciocomm import lifetime
 from tests.certs import Certs
-from tests.conftest import LOOPS, _make_factory, loop_env
+from tests.conftest import LOOPS, loop_env
 from tests.helpers_proc import ROOT
+from tests.peers.loops import loop_factory
 from tests.variants import VARIANTS, Variant, variant_params
 
 #: Seconds the subprocess gets: imports and one connection, on a loaded 2-core box.
@@ -102,7 +103,7 @@ async def test_shutdown_closes_what_is_open_and_nothing_before(loop_name: str) -
 def test_shutdown_asyncgens_aborts_the_connections(name: str) -> None:
     """On the loop a test runner closes, the listener stops and every
     connection is aborted at shutdown_asyncgens(); nothing is left for close()."""
-    loop = _make_factory(name)()
+    loop = loop_factory(name)()
     accepted: list[Any] = []
 
     async def main() -> tuple[Any, Any]:

@@ -21,10 +21,10 @@ from distributed.core import Server, rpc
 from distributed.utils import get_ip
 
 from asynciocomm.sockets.binding import bind_sockets, candidates
-from asynciocomm_bench.reliability.conn import echo
 from tests.conformance.listening import NO_IPV6_PRELUDE, no_ipv6
 from tests.conftest import loop_env
 from tests.helpers_net import WAIT, RawPeer, roundtrip
+from tests.peers.conn import echo
 from tests.variants import OURS, OWN, connect_to, serve, variant_fixture
 
 ASYNCIO = next(v for v in OURS if v.name == "asyncio")

@@ -1,7 +1,7 @@
 """The oldest supported release: the transport, interop and byte-identity tests
 run again in an environment that holds it, on both loops.
 
-The environment is a virtualenv in the cache directory (bench/common/sdist.py's:
+The environment is a virtualenv in the cache directory (tests/pypi.py:
 ``$ASYNCIOCOMM_CACHE_DIR``, default ``~/.cache/asynciocomm``) holding
 distributed and dask at the lower bound of pyproject.toml, installed from PyPI
 as a user's would be; it is made once and kept. asynciocomm is installed into it
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from asynciocomm_bench.common import sdist
+from tests import pypi
 
 pytestmark = pytest.mark.slow
 
@@ -90,13 +90,13 @@ def _versions(env_dir: Path) -> dict[str, str]:
 def environment(version: str) -> Path:
     """The cached environment holding distributed and dask ``version``."""
     name = f"env-distributed-{version}-py{sys.version_info[0]}.{sys.version_info[1]}"
-    env_dir = sdist.cache_dir() / name
+    env_dir = pypi.cache_dir() / name
     marker = env_dir / "asynciocomm-env.json"
     want = {"distributed": version, "dask": version, "python": sys.version}
     if marker.is_file() and json.loads(marker.read_text()) == want:
         return env_dir
-    if not sdist.pypi_reachable():
-        pytest.skip(f"{sdist.UNREACHABLE} and no environment with distributed {version} "
+    if not pypi.pypi_reachable():
+        pytest.skip(f"{pypi.UNREACHABLE} and no environment with distributed {version} "
                     f"is cached at {env_dir}")
     venv.EnvBuilder(clear=True, with_pip=True).create(env_dir)
     _pip(env_dir, f"distributed=={version}", f"dask=={version}")

@@ -1,8 +1,8 @@
-"""The wheel installs only asynciocomm's own top-level names.
+"""The transport's wheel holds asynciocomm alone, and its tests need nothing else.
 
-The benchmark is kept in the folder ``bench/`` but installs as ``asynciocomm_bench``:
-a top-level ``bench`` in site-packages would collide with any other project's, and
-``import bench`` in a user's environment would get ours. The wheel is built from a
+The benchmark is a distribution of its own (``bench/``, tested there): nothing of
+it is shipped in this wheel, and no module of the product's suite imports it, so
+that ``pip install -e ".[test]"`` runs the whole suite. The wheel is built from a
 copy of the sources (so the build leaves nothing in the checkout), pure Python
 (the compiled twins change no name), and read as a zip file.
 """
@@ -23,10 +23,9 @@ import pytest
 from tests.sources import copy_sources
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCH = ROOT / "bench"
-#: What the build needs of the checkout; the rest (results, tests, caches) only slows the copy.
-SOURCES = ("pyproject.toml", "setup.py", "README.md", "asynciocomm", "bench")
-IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.so", "*.c", "results", "*.egg-info")
+#: What the build needs of the checkout; the rest (tests, bench, caches) only slows the copy.
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "LICENSE", "asynciocomm")
+IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.so", "*.c", "*.egg-info")
 
 
 def _offline_build_possible() -> bool:
@@ -59,58 +58,47 @@ def test_the_wheel_has_only_asynciocomms_top_level_names(wheel: zipfile.ZipFile)
     tops = {name.split("/")[0] for name in wheel.namelist()}
     dist_info = {t for t in tops if t.startswith("asynciocomm-") and t.endswith(".dist-info")}
     assert len(dist_info) == 1
-    assert tops - dist_info == {"asynciocomm", "asynciocomm_bench"}
+    assert tops - dist_info == {"asynciocomm"}
 
 
-def test_the_wheel_ships_every_bench_subpackage_and_its_data(wheel: zipfile.ZipFile) -> None:
+def test_the_wheel_ships_every_module_and_its_data(wheel: zipfile.ZipFile) -> None:
     names = set(wheel.namelist())
-    expected = []
-    for folder, dirs, files in os.walk(BENCH):
-        dirs[:] = [d for d in dirs if d not in ("results", "__pycache__")]
-        rel = Path(folder).relative_to(BENCH)
-        if "__init__.py" not in files:
-            continue
-        expected += [(Path("asynciocomm_bench") / rel / f).as_posix()
-                     for f in files if f.endswith((".py", ".yaml"))]
-    assert expected and not [e for e in expected if e not in names]
+    package = ROOT / "asynciocomm"
+    expected = [p.relative_to(ROOT).as_posix() for p in package.rglob("*")
+                if p.suffix in (".py", ".yaml") and "__pycache__" not in p.parts
+                and not p.name.startswith("_c")]
+    assert {"asynciocomm/asynciocomm.yaml", "asynciocomm/asynciocomm-schema.yaml"} <= set(expected)
+    assert [e for e in expected if e not in names] == []
 
 
-def test_the_console_script_names_the_installed_package(wheel: zipfile.ZipFile) -> None:
-    (entry_points,) = [n for n in wheel.namelist() if n.endswith(".dist-info/entry_points.txt")]
-    text = wheel.read(entry_points).decode()
-    assert "asynciocomm-bench = asynciocomm_bench.cli:main" in text
+def test_the_wheel_has_no_console_script(wheel: zipfile.ZipFile) -> None:
+    """The command ``asynciocomm-bench`` is the bench's; the transport has none."""
+    entry_points = [n for n in wheel.namelist() if n.endswith(".dist-info/entry_points.txt")]
+    text = wheel.read(entry_points[0]).decode()
+    assert "[console_scripts]" not in text
+    assert "asyncio = asynciocomm.backend:AsyncioBackend" in text
 
 
-def _names_bench(word: str) -> bool:
-    """Whether ``word`` is a module path under the folder's name (``bench.<suite>.<module>``,
-    not the file ``bench.yaml``)."""
-    head, _, rest = word.partition(".")
-    if head != "bench" or not all(part.isidentifier() for part in rest.split(".")):
-        return False
-    first = rest.split(".")[0]
-    return (BENCH / first).is_dir() or (BENCH / f"{first}.py").is_file()
-
-
-def _old_names(path: Path) -> list[str]:
-    """The imports of ``bench`` in ``path`` at any depth of the file, and the strings
-    that name one of its modules (for ``python -m``, a preload, a pytest plugin)."""
+def _bench_imports(path: Path) -> list[str]:
+    """The imports of the bench's package in ``path``, at any depth of the file."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            found += [a.name for a in node.names if a.name.split(".")[0] == "bench"]
+            found += [a.name for a in node.names if a.name.split(".")[0] == "asynciocomm_bench"]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found += [node.module] if node.module.split(".")[0] == "bench" else []
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            found += [w for w in node.value.split() if _names_bench(w.strip("`'\"(),:"))]
+            found += [node.module] if node.module.split(".")[0] == "asynciocomm_bench" else []
     return found
 
 
-def test_the_benchmark_is_imported_by_its_installed_name_only() -> None:
-    """A module imported as ``bench.x`` and as ``asynciocomm_bench.x`` would be two
-    modules with two states; the folder's name is never imported."""
-    wrong = []
-    for folder in (BENCH, ROOT / "tests"):
-        for path in folder.rglob("*.py"):
-            if "results" not in path.relative_to(ROOT).parts:
-                wrong += [f"{path.relative_to(ROOT)}: {name}" for name in _old_names(path)]
+def test_the_product_suite_imports_nothing_of_the_bench() -> None:
+    wrong = [f"{p.relative_to(ROOT)}: {name}" for p in (ROOT / "tests").rglob("*.py")
+             for name in _bench_imports(p)]
     assert not wrong, wrong
+
+
+def test_a_bench_import_would_be_found(tmp_path: Path) -> None:
+    """The scan can fail: both forms, and one deferred into a function."""
+    mod = tmp_path / "m.py"
+    mod.write_text("import asynciocomm_bench.cli\ndef f():\n"
+                   "    from asynciocomm_bench.common import sdist\n")
+    assert _bench_imports(mod) == ["asynciocomm_bench.cli", "asynciocomm_bench.common"]

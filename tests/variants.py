@@ -24,7 +24,7 @@ from distributed.comm.core import Comm
 
 import asynciocomm
 from tests.certs import Certs
-from asynciocomm_bench.reliability.conn import echo  # noqa: F401  (shared echo handler)
+from tests.peers.conn import echo  # noqa: F401  (shared echo handler)
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 from distributed.comm import connect, listen
 
-from asynciocomm_bench.reliability.conn import echo
 from tests.certs import Certs
+from tests.peers.conn import echo
 from tests.variants import VARIANTS, Variant
 
 #: Upper bound for any single wait in these checks (a hang fails, never blocks CI).

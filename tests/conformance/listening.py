@@ -23,9 +23,9 @@ from distributed.comm.core import CommClosedError
 from distributed.comm.registry import get_backend
 from distributed.core import Server, rpc
 
-from asynciocomm_bench.reliability.conn import echo
 from tests.certs import Certs
 from tests.helpers_net import RawPeer, roundtrip
+from tests.peers.conn import echo
 from tests.variants import Variant, connect_to, serve
 
 #: Upper bound for any single wait in these checks (a hang fails, never blocks CI).

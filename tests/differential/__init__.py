@@ -1,39 +1,14 @@
-"""The differential harness's glue to the test variants (``tests.variants``) and
-the test PKI. The harness itself (operations, generator, runner, comparison,
-known divergences) is ``asynciocomm_bench.reliability.differential``, shared with
-``asynciocomm-bench differential``."""
+"""The differential harness: generated sequences of operations on a connected
+pair of comms, run on the stock tcp/tls comm (the oracle) and on asynciocomm,
+whose observable traces must agree, and which must leave nothing of
+asynciocomm's in reference cycles.
 
-from __future__ import annotations
-
-from asynciocomm_bench.reliability.differential.compare import differences, report
-from asynciocomm_bench.reliability.differential.ops import Sequence
-from asynciocomm_bench.reliability.differential.runner import Trace, run_sequence
-from tests.certs import Certs
-from tests.variants import VARIANTS, Variant
-
-BY_NAME = {v.name: v for v in VARIANTS}
-#: The reference first, then the variants compared with it.
-PAIRS = {"plain": ("stock-tcp", "asyncio", "takeover-tcp"),
-         "tls": ("stock-tls", "asyncio+tls", "takeover-tls")}
-#: Bound of every single wait in a run (a hang is an outcome, never a block).
-WAIT = 5.0
-
-
-async def run_variant(variant: Variant, seq: Sequence, certs: Certs,
-                      open_bugs: frozenset[str], wait: float = WAIT) -> Trace:
-    """``seq`` on a fresh pair of ``variant`` (its takeover installed meanwhile)."""
-    with variant.active():
-        return await run_sequence(seq, variant.scheme, variant.listen_args(certs),
-                                  variant.connect_args(certs), wait=wait,
-                                  open_bugs=open_bugs, gc_check=variant.ours)
-
-
-async def check(names: tuple[str, ...], seq: Sequence, certs: Certs,
-                open_bugs: frozenset[str], wait: float = WAIT) -> None:
-    """Run ``seq`` on each variant; every trace must match the first one's, and
-    asynciocomm's runs must leave nothing of theirs in reference cycles."""
-    traces = {n: await run_variant(BY_NAME[n], seq, certs, open_bugs, wait) for n in names}
-    problems = {n: differences(traces[names[0]], traces[n]) for n in names[1:]}
-    for n in names[1:]:
-        problems[n] += [f"left in reference cycles: {c}" for c in traces[n].cycles]
-    assert not any(problems.values()), report(seq, traces, problems)
+* ``ops``: the operations, the messages they write, and the model of stock
+  semantics that keeps every generated sequence deterministic on stock;
+* ``strategies``: the hypothesis generator;
+* ``runner``: runs one sequence on a real pair and records its trace;
+* ``compare``: trace comparison and the differences from stock kept on purpose;
+* ``known``: the divergences found so far, each a minimal sequence, and the open ones;
+* ``check``: the glue to the test variants and PKI that tests/test_differential.py uses;
+* ``command``: the longer runs, ``python -m tests.differential``.
+"""

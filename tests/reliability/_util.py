@@ -1,6 +1,6 @@
 """Helpers of the reliability suite (the scenarios themselves live in
-``bench/reliability/conn.py``, ``hostile.py``, ``soak.py`` and ``procs.py`` and are
-shared with ``asynciocomm-bench reliability``)."""
+``tests/peers/conn.py``, ``hostile.py``, ``soak.py`` and ``procs.py`` and are
+shared with the long runs, ``python -m tests.reliability``)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from asynciocomm_bench.reliability.conn import TLSSpec
-from asynciocomm_bench.reliability.procs import fd_count
 from tests.certs import Certs
+from tests.peers.conn import TLSSpec
+from tests.peers.procs import fd_count
 from tests.variants import VARIANTS, Variant
 
 #: The variants of this suite: ours and the stock reference comms.

@@ -19,12 +19,11 @@ from distributed.comm import connect
 from distributed.comm.core import CommClosedError
 from distributed.protocol import to_serialize
 
-from asynciocomm_bench.reliability.conn import connect_args, connect_close_cycles, roundtrip, serve
-from asynciocomm_bench.reliability.hostile import RawPeer, open_idle_sockets, socket_state
-from asynciocomm_bench.reliability.procs import PeerProcess, fd_count
-from asynciocomm_bench.reliability.soak import check_message, make_message, soak_handler
-from tests.reliability._util import (REL, TLS, eventually, hygiene, params, security,
-                                     tls_spec)
+from tests.peers.conn import connect_args, connect_close_cycles, roundtrip, serve
+from tests.peers.hostile import open_idle_sockets, socket_state
+from tests.peers.procs import PeerProcess, fd_count
+from tests.peers.soak import check_message, make_message, soak_handler
+from tests.reliability._util import REL, TLS, eventually, hygiene, params, security, tls_spec
 from tests.variants import raw_socket
 
 BOUND = 20.0  # any error must surface within this

@@ -12,14 +12,19 @@ from __future__ import annotations
 import asyncio
 import logging
 
-import dask
 import pytest
 
-from asynciocomm_bench.reliability.conn import client_ssl_context, connect_args, roundtrip, serve
-from asynciocomm_bench.reliability.hostile import (HUGE_CLAIMS, RawPeer, header, hostile_inputs,
-                                                   open_idle_sockets, socket_state)
-from asynciocomm_bench.reliability.procs import ListenerProcess
-from asynciocomm_bench.reliability.soak import soak_handler
+from tests.peers.conn import client_ssl_context, connect_args, roundtrip, serve
+from tests.peers.hostile import (
+    HUGE_CLAIMS,
+    RawPeer,
+    header,
+    hostile_inputs,
+    open_idle_sockets,
+    socket_state,
+)
+from tests.peers.procs import ListenerProcess
+from tests.peers.soak import soak_handler
 from tests.reliability._util import REL, eventually, hygiene, params, security, tls_spec
 
 #: How long an aborted connection may take to be seen as closed by the raw peer.

@@ -5,7 +5,7 @@ and again on the echo. Then each comm asks for a burst written right before the
 server's ``close()``. Zero lost, reordered or corrupted.
 
 The long run (gigabytes, messages up to 256 MiB) is
-``asynciocomm-bench reliability --soak-bytes 4GiB --soak-max 256MiB``.
+``python -m tests.reliability --only soak --soak-bytes 4GiB --soak-max 256MiB``.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import asyncio
 
 import pytest
 
-from asynciocomm_bench.reliability.conn import connect_args, roundtrip, serve
-from asynciocomm_bench.reliability.soak import soak, soak_handler
+from tests.peers.conn import connect_args, roundtrip, serve
+from tests.peers.soak import soak, soak_handler
 from tests.reliability._util import REL, hygiene, params, security
 
 

@@ -13,8 +13,8 @@ from distributed.comm import connect
 from distributed.comm.core import CommClosedError, FatalCommClosedError
 from distributed.security import Security
 
-from asynciocomm_bench.reliability.conn import connect_args, roundtrip, serve
-from asynciocomm_bench.reliability.soak import soak_handler
+from tests.peers.conn import connect_args, roundtrip, serve
+from tests.peers.soak import soak_handler
 from tests.reliability._util import TLS, hygiene, params
 
 TIMEOUT = 20  # the connect timeout
