@@ -1,5 +1,5 @@
 """The self-check's cost, paired: ``import asynciocomm`` and the decision made at
-a process's first comm (``codecs.decided()``), with the check and without it, in
+a process's first comm (``asynciocomm.serialization.choice.decided()``), with the check and without it, in
 fresh processes, alternating (ABBA), for each interpreter given.
 
     python bench/results/compatibility_selfcheck_cost.py --pairs 15 PYTHON [PYTHON ...]
@@ -23,6 +23,8 @@ import statistics
 import subprocess
 import sys
 
+from asynciocomm_bench.common.sweep import alternating
+
 #: One process: import asynciocomm and decide, the self-check kept or replaced,
 #: and print the wall and CPU seconds of both.
 PROBE = r"""
@@ -31,13 +33,13 @@ import distributed, dask
 skip = sys.argv[1] == "without"
 wall, cpu = time.perf_counter(), time.process_time()
 import asynciocomm
-from asynciocomm import codecs, selfcheck
+from asynciocomm.serialization import choice, selfcheck
 if skip:
     selfcheck.differences = lambda codec_class: (None, None)
 decide_wall, decide_cpu = time.perf_counter(), time.process_time()
-codecs.decided()
+choice.decided()
 now_wall, now_cpu = time.perf_counter(), time.process_time()
-assert codecs.FAST.__name__ == "MessageCodec", codecs.OFF_BECAUSE
+assert choice.FAST.__name__ == "MessageCodec", choice.OFF_BECAUSE
 print(json.dumps({"wall": now_wall - wall, "cpu": now_cpu - cpu,
                   "decide_wall": now_wall - decide_wall, "decide_cpu": now_cpu - decide_cpu,
                   "release": selfcheck.release(), "numpy": "numpy" in sys.modules}))
@@ -58,8 +60,7 @@ def _summary(values: list[float]) -> dict:
 def measure(python: str, pairs: int) -> dict:
     runs: dict[str, list[dict]] = {"with": [], "without": []}
     for i in range(pairs):
-        order = ("with", "without") if i % 2 == 0 else ("without", "with")
-        for side in order:
+        for side in alternating(("with", "without"), i):
             runs[side].append(_run(python, side))
     out: dict = {"python": python, "release": runs["with"][0]["release"],
                  "numpy_loaded": runs["with"][0]["numpy"], "pairs": pairs}

@@ -33,6 +33,7 @@ from typing import Any
 from asynciocomm_bench.ab.witness import WITNESS_DIR_ENV
 from asynciocomm_bench.common.progress import Bar
 from asynciocomm_bench.common.stats import summarize
+from asynciocomm_bench.common.sweep import alternating
 
 SIDES = ("stock", "asynciocomm")
 ROLES = ("scheduler", "worker", "client")
@@ -158,7 +159,7 @@ def run_ab(opts: Options, logdir: Path, *, quiet: bool = False) -> dict[str, Any
     with tempfile.TemporaryDirectory(prefix="asynciocomm-bench-ab-") as tmp, \
             Bar(2 * opts.pairs, "ab", quiet) as bar:
         for pair in range(opts.pairs):
-            for side in ((0, 1) if pair % 2 == 0 else (1, 0)):
+            for side in alternating((0, 1), pair):
                 bar.describe(f"pair {pair + 1}/{opts.pairs}: {SIDES[side]}")
                 log = logdir / f"pair{pair}-{SIDES[side]}.log"
                 got = run_once(opts, side, Path(tmp) / f"{pair}-{side}", log)

@@ -13,17 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import dask.config
 import yaml
 
 from asynciocomm_bench.common.processes import ProcessGroup, stop_processes
 from asynciocomm_bench.common.tlsfiles import TLSFiles
-
-
-def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    out = dict(a)
-    for k, v in b.items():
-        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
 
 
 def dask_config(loop: str, tls: TLSFiles | None) -> dict[str, Any]:
@@ -36,7 +30,7 @@ def dask_config(loop: str, tls: TLSFiles | None) -> dict[str, Any]:
         "logging": {"distributed": "error"},
     }
     if tls is not None:
-        cfg = _merge(cfg, tls.dask_config())
+        cfg = dask.config.merge(cfg, tls.dask_config())
     return cfg
 
 

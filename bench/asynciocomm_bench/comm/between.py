@@ -25,6 +25,7 @@ from typing import Any
 
 from asynciocomm_bench.common.options import BenchError, check_loops, check_schemes, is_tls
 from asynciocomm_bench.common.stats import Comparison, cell
+from asynciocomm_bench.common.sweep import alternating
 from asynciocomm_bench.common.tlsfiles import make_tls_files
 
 PROBE = Path(__file__).with_name("probe.py")
@@ -80,7 +81,7 @@ def compare(python_a: str, python_b: str, spec: dict[str, Any], pairs: int,
     """``pairs`` pairs of measurements, in ABBA order."""
     rows = []
     for i in range(pairs):
-        order = ("a", "b") if i % 2 == 0 else ("b", "a")
+        order = alternating(("a", "b"), i)
         got = {side: probe(python_a if side == "a" else python_b, spec, timeout)
                for side in order}
         rows.append({"pair": i, "order": "".join(order), **got})

@@ -1,7 +1,7 @@
 """Client drivers for the async targets of ``comm``: dask comms and bare protocols.
 
 A driver hides how one connection pings, sends one-way messages and syncs,
-so that ``asynciocomm_bench.common.measure`` runs the same loops against both.
+so that ``asynciocomm_bench.comm.measure`` runs the same loops against both.
 """
 
 from __future__ import annotations

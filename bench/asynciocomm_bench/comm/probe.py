@@ -30,7 +30,7 @@ from typing import Any
 
 #: Warm-up before timing: this many bytes, and at least 2 messages (a receiver
 #: holds one while the next arrives, so its buffer reuse is steady from the second
-#: on), as in asynciocomm_bench.common.measure but without its 0.5 s cap: a probe times one
+#: on), as in asynciocomm_bench.comm.measure but without its 0.5 s cap: a probe times one
 #: measurement, not a suite. A ping warms up with WARMUP_PINGS round trips, as
 #: ``calls`` does.
 WARMUP_BYTES = 256 * 1024**2

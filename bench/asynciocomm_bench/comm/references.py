@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from asynciocomm_bench.comm import rawproto
-from asynciocomm_bench.common.measure import Usage, bulk_metrics, client_usage, warmup
+from asynciocomm_bench.comm.measure import Usage, bulk_metrics, client_usage, warmup
 from asynciocomm_bench.common.options import CommBounds
 from asynciocomm_bench.common.stats import percentile
 

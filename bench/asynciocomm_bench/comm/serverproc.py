@@ -10,7 +10,7 @@ import tempfile
 import time
 from typing import Any
 
-from asynciocomm_bench.common.measure import Usage
+from asynciocomm_bench.comm.measure import Usage
 
 
 class ServerProcess:

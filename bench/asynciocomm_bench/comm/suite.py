@@ -10,9 +10,9 @@ import dataclasses
 import tempfile
 from typing import Any
 
-from asynciocomm_bench.comm import drivers, references
+from asynciocomm_bench.comm import drivers, measure, references
 from asynciocomm_bench.comm.serverproc import ServerProcess
-from asynciocomm_bench.common import measure, placement
+from asynciocomm_bench.common import placement
 from asynciocomm_bench.common.loops import run_on_loop, running_loop_class
 from asynciocomm_bench.common.options import (
     REFERENCE_SCHEME,

@@ -13,8 +13,18 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def alternating(items: Sequence[T], index: int) -> list[T]:
+    """``items`` in their order at an even ``index``, reversed at an odd one: the
+    ABBA order of every paired measurement here, so that over an even number of
+    rounds each item goes first, and last, equally often, and a drift of the
+    machine's load (or a cache warmed by whoever ran before) touches all alike."""
+    return list(items) if index % 2 == 0 else list(reversed(items))
 
 
 def over_budget(started: float, rep: int, budget_s: float) -> bool:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from asynciocomm_bench.common.progress import Bar
-from asynciocomm_bench.common.sweep import Sweep
+from asynciocomm_bench.common.sweep import Sweep, alternating
 from asynciocomm_bench.gc import metrics
 from asynciocomm_bench.gc.configs import label, order_configs
 
@@ -26,11 +26,11 @@ def run_scale(schemes: list[str], loops: list[str], workers: list[int], drafts: 
               quiet: bool = False) -> tuple[list[dict[str, Any]], dict[str, Any],
                                             list[dict[str, Any]], dict[str, Any]]:
     """Samples, details, errors and the network note of the scale part."""
+    from asynciocomm_bench.common.tlsfiles import make_host_tls
     from asynciocomm_bench.scale import netns
     from asynciocomm_bench.scale.graphs import Sizes
     from asynciocomm_bench.scale.runner import RunBounds, run_cluster
     from asynciocomm_bench.scale.suite import host_names
-    from asynciocomm_bench.scale.tlshosts import make_host_tls
 
     configs = order_configs(schemes, loops, drafts)
     sizes = Sizes(map=tasks, wide=0, tree=0, shuffle=0, graph_width=0)
@@ -44,8 +44,7 @@ def run_scale(schemes: list[str], loops: list[str], workers: list[int], drafts: 
             if any(s.endswith("tls") for s in schemes) else None
         for rep in sweep.repetitions(bar.log):
             for w in workers:
-                order = configs if rep % 2 == 0 else configs[::-1]
-                for scheme, loop, d in order:
+                for scheme, loop, d in alternating(configs, rep):
                     lab = label(scheme, loop, d)
                     bar.describe(f"rep {rep + 1}/{reps}, {w} workers, {lab}")
                     try:

@@ -22,7 +22,7 @@ from asynciocomm_bench.common.loops import run_on_loop
 from asynciocomm_bench.common.options import is_tls, stock_scheme
 from asynciocomm_bench.common.progress import Bar
 from asynciocomm_bench.common.stats import summarize
-from asynciocomm_bench.common.sweep import Sweep
+from asynciocomm_bench.common.sweep import Sweep, alternating
 from asynciocomm_bench.common.tlsfiles import TLSFiles, make_tls_files
 from asynciocomm_bench.gc import metrics, probe
 from asynciocomm_bench.gc.configs import label, order_configs
@@ -165,7 +165,7 @@ def run_gc(schemes: list[str], loops: list[str], bounds: GCBounds, *,
         with Bar(bounds.reps * len(configs) if local else 0, "gc", quiet) as bar:
             for rep in sweep.repetitions(bar.log):
                 pairs = list(zip(configs, labels))
-                for (scheme, loop, d), lab in (pairs if rep % 2 == 0 else pairs[::-1]):
+                for (scheme, loop, d), lab in alternating(pairs, rep):
                     bar.describe(f"rep {rep + 1}/{bounds.reps} {lab}")
                     try:
                         values, det = run_one(scheme, loop, tree if d else None, bounds,

@@ -1,8 +1,9 @@
 """``scale``: a scheduler and many workers on hosts of their own.
 
 - ``netns``: the hosts, network namespaces joined to one bridge, and their teardown;
-- ``cluster``, ``workerproc``, ``lifeline``, ``tlshosts``: the processes on those
-  hosts (many ``Worker``s per process), their settings and certificates;
+- ``cluster``, ``workerproc``, ``lifeline``: the processes on those
+  hosts (many ``Worker``s per process) and their settings (their certificates:
+  ``common.tlsfiles``);
 - ``driver``, ``graphs``, ``metrics``, ``counting``: the client that runs the
   workloads, and what is measured at the scheduler;
 - ``runner``, ``suite``, ``cli``: one cluster, the interleaved sweep, the subcommand;

@@ -16,11 +16,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import dask.config
 import yaml
 
 from asynciocomm_bench.common.processes import ProcessGroup, stop_processes
+from asynciocomm_bench.common.tlsfiles import HostTLS
 from asynciocomm_bench.scale.netns import Host
-from asynciocomm_bench.scale.tlshosts import HostTLS
 
 #: Seconds between SIGTERM and SIGKILL when a cluster stops.
 STOP_GRACE_S = 15.0
@@ -38,22 +39,14 @@ WORKER_HOST_CONFIG: dict[str, Any] = {"distributed": {
 }}
 
 
-def merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """``b`` laid over ``a``, nested mappings merged."""
-    out = dict(a)
-    for k, v in b.items():
-        out[k] = merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
-
-
 def host_config(loop: str, tls: HostTLS | None, host: str,
                 extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The dask config of one host's processes."""
     cfg: dict[str, Any] = {"distributed": {"admin": {"event-loop": loop}},
                            "logging": {"distributed": "error"}}
     if tls is not None:
-        cfg = merge(cfg, tls.dask_config(host))
-    return merge(cfg, extra or {})
+        cfg = dask.config.merge(cfg, tls.dask_config(host))
+    return dask.config.merge(cfg, extra or {})
 
 
 def split_workers(total: int, nprocs: int) -> list[int]:
@@ -101,7 +94,7 @@ class ScaleCluster(ProcessGroup):
         confdir.mkdir(parents=True, exist_ok=True)
         cfg = host_config(self.loop, self.tls, host, self.config)
         if host.startswith("h"):
-            cfg = merge(cfg, WORKER_HOST_CONFIG)
+            cfg = dask.config.merge(cfg, WORKER_HOST_CONFIG)
         (confdir / "dask.yaml").write_text(yaml.safe_dump(cfg))
         pypath = os.pathsep.join(p for p in (self.pythonpath.get(host),
                                              os.environ.get("PYTHONPATH")) if p)

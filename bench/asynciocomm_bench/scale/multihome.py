@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from asynciocomm_bench.common.options import is_tls
+from asynciocomm_bench.common.tlsfiles import make_host_tls
 from asynciocomm_bench.scale import netns
 from asynciocomm_bench.scale.cluster import ScaleCluster
-from asynciocomm_bench.scale.tlshosts import make_host_tls
 
 #: (label, scheme, takeover in the worker, patches/0002 in the worker)
 CASES = (("tcp (stock)", "tcp", False, False),

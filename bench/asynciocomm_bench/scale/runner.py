@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from asynciocomm_bench.common.options import is_tls
+from asynciocomm_bench.common.tlsfiles import HostTLS
 from asynciocomm_bench.scale.cluster import ScaleCluster
 from asynciocomm_bench.scale.graphs import Sizes
 from asynciocomm_bench.scale.netns import Host
-from asynciocomm_bench.scale.tlshosts import HostTLS
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,10 +21,10 @@ from asynciocomm_bench.common.options import stock_scheme
 from asynciocomm_bench.common.progress import Bar
 from asynciocomm_bench.common.stats import summarize
 from asynciocomm_bench.common.sweep import Sweep
+from asynciocomm_bench.common.tlsfiles import make_host_tls
 from asynciocomm_bench.scale import categories, metrics, netns
 from asynciocomm_bench.scale.graphs import Sizes
 from asynciocomm_bench.scale.runner import RunBounds, run_cluster
-from asynciocomm_bench.scale.tlshosts import make_host_tls
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,7 +23,7 @@ from typing import Any
 
 from asynciocomm_bench.common.progress import Bar
 from asynciocomm_bench.common.stats import summarize
-from asynciocomm_bench.common.sweep import Sweep
+from asynciocomm_bench.common.sweep import Sweep, alternating
 from asynciocomm_bench.common.tlsfiles import make_tls_files
 from asynciocomm_bench.workloads import plans
 from asynciocomm_bench.workloads.answers import Answer, differences
@@ -68,7 +68,8 @@ def metrics_for(wls: list[Workload]) -> dict[str, dict[str, Any]]:
 def order(pair: int, index: int) -> tuple[int, int]:
     """Which comm of a pair runs first: 0 (stock) in even pairs, shifted by one
     per workload."""
-    return (0, 1) if (pair + index) % 2 == 0 else (1, 0)
+    first, second = alternating((0, 1), pair + index)
+    return first, second
 
 
 def pair_plan(wls: list[Workload], pair: int, loop: str, tls: bool,

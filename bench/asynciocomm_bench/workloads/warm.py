@@ -48,6 +48,7 @@ def warm_ab(workloads: list[str], loop: str, rounds: int, tls: bool = False,
     from distributed import Client, LocalCluster
 
     from asynciocomm_bench.common.stats import Comparison
+    from asynciocomm_bench.common.sweep import alternating
     from asynciocomm_bench.common.tlsfiles import make_tls_files
     from asynciocomm_bench.workloads.catalog import by_name
     from asynciocomm_bench.workloads.driver import cluster_config, comm_class
@@ -75,8 +76,7 @@ def warm_ab(workloads: list[str], loop: str, rounds: int, tls: bool = False,
                         wl.answer(client, wl.run(client, _params(base, 100 * k + w)), base)
                 times: dict[str, list[float]] = {side: [] for side in clusters}
                 for i in range(rounds):
-                    order = list(clusters) if i % 2 == 0 else list(reversed(clusters))
-                    for side in order:
+                    for side in alternating(list(clusters), i):
                         client = clusters[side][1]
                         p = _params(base, SEED_BASE + 2 * i + (side == "asynciocomm"))
                         gc.collect()

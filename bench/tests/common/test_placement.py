@@ -11,7 +11,8 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from asynciocomm_bench.common import measure, placement
+from asynciocomm_bench.comm import measure
+from asynciocomm_bench.common import placement
 
 two_cpus = pytest.mark.skipif(not placement.can_split(), reason="needs two CPUs")
 

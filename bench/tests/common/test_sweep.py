@@ -38,3 +38,12 @@ def test_a_failure_is_recorded_with_its_traceback_and_extra_keys_in_order() -> N
     assert list(entry) == ["rep", "config", "workers", "error", "traceback"]
     assert entry["error"] == "ValueError: " + "x" * 8
     assert "raise ValueError" in entry["traceback"]
+
+
+def test_alternating_is_abba_over_rounds() -> None:
+    from asynciocomm_bench.common.sweep import alternating
+
+    rounds = [alternating(("a", "b", "c"), i) for i in range(4)]
+    assert rounds == [["a", "b", "c"], ["c", "b", "a"], ["a", "b", "c"], ["c", "b", "a"]]
+    firsts = [r[0] for r in rounds]
+    assert firsts.count("a") == firsts.count("c") == 2

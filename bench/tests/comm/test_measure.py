@@ -7,7 +7,7 @@ import threading
 import time
 from typing import Any
 
-from asynciocomm_bench.common import measure
+from asynciocomm_bench.comm import measure
 
 MiB = 1024 * 1024
 
