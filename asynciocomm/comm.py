@@ -6,13 +6,14 @@ import asyncio
 import weakref
 from typing import Any
 
-from distributed.comm.core import Comm, CommClosedError
-from distributed.comm.utils import from_frames
+from distributed.comm.core import Comm
 
-from asynciocomm.wire.limits import C_INT_MAX
-from asynciocomm.protocol import FramedProtocol
-from asynciocomm.serialization.choice import FALLBACK, new_codec
+from asynciocomm.errors import closed_here, truncated
 from asynciocomm.log import get_logger
+from asynciocomm.protocol import FramedProtocol
+from asynciocomm.serialization.choice import new_codec
+from asynciocomm.serialization.continuation import Continuation
+from asynciocomm.wire.limits import C_INT_MAX
 
 logger = get_logger(__name__)
 
@@ -88,7 +89,7 @@ class AsyncioComm(Comm):
 
     async def read(self, deserializers: Any = None) -> Any:
         if self._closed:
-            raise CommClosedError(f"in {self}: comm was closed locally")
+            raise closed_here(self)
         protocol = self._protocol
         try:
             item = protocol.read_nowait()
@@ -114,17 +115,13 @@ class AsyncioComm(Comm):
             raise
         frames, nbytes = item
         try:
-            msg = self._codec.loads(frames, nbytes, self.deserialize, deserializers)
-            if msg is FALLBACK:
-                msg = await from_frames(
-                    frames,
-                    deserialize=self.deserialize,
-                    deserializers=deserializers,
-                    allow_offload=self.allow_offload,
-                )
+            msg = self._codec.loads(frames, nbytes, self.deserialize, deserializers,
+                                    self.allow_offload)
+            if msg.__class__ is Continuation:
+                msg = await msg
         except EOFError:
             self.abort()
-            raise CommClosedError(f"in {self}: aborted stream on truncated data")
+            raise truncated(self)
         finally:
             protocol.delivered()
         return msg
@@ -133,15 +130,15 @@ class AsyncioComm(Comm):
         self, msg: Any, serializers: Any = None, on_error: str | None = "message"
     ) -> int:
         if self._closed:
-            raise CommClosedError(f"in {self}: comm was closed locally")
-        packed = self._codec.dumps(msg, self, serializers, on_error)
-        if packed is FALLBACK:
-            packed = await self._codec.fallback(msg, self, serializers, on_error)
-        buffers, nbytes = self._protocol.encode(packed)  # a TypeError leaves the comm as it is
+            raise closed_here(self)
+        frames = self._codec.dumps(msg, self, serializers, on_error)
+        if frames.__class__ is Continuation:
+            frames = await frames
+        sent = self._protocol.send(frames)  # a TypeError leaves the comm as it is
+        if sent.__class__ is int:
+            return sent  # type: ignore[return-value]
         try:
-            waiting = self._protocol.send(buffers, nbytes)
-            if waiting is not None:
-                await waiting
+            return await sent  # type: ignore[misc]
         except asyncio.CancelledError:
             # Cancelled while it waited its turn: nothing of the message was
             # queued, and the writers before and after it go on (the stock
@@ -152,7 +149,6 @@ class AsyncioComm(Comm):
             # unknown, so the comm is aborted, as the stock comm does.
             self.abort()
             raise
-        return nbytes
 
     async def close(self) -> None:
         if self._closed and self._protocol.is_closed:

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import ssl
 from typing import Any
 
 from distributed.comm.addressing import parse_host_port, unparse_host_port
-from distributed.comm.core import Connector, FatalCommClosedError
+from distributed.comm.core import Connector
 
 from asynciocomm.comm import AsyncioComm
 from asynciocomm.config import load_settings
-from asynciocomm.errors import translate
-from asynciocomm.sockets.eyeballs import connect_first, numeric, resolve
+from asynciocomm.errors import connect_failed
 from asynciocomm.protocol import FramedProtocol
+from asynciocomm.sockets.eyeballs import connect_first, numeric, resolve
 from asynciocomm.sockets.tlsargs import check_encryption, expect_tls_context, tls_timeouts
 
 
@@ -55,14 +54,7 @@ class AsyncioConnector(Connector):
                 transport, protocol = await loop.create_connection(
                     lambda: FramedProtocol(settings), sock=sock, **kwargs
                 )
-        except ssl.SSLError as exc:
-            # Any TLS failure while connecting is final, as with the stock comm:
-            # retrying will not make the peer speak TLS or trust us.
-            raise FatalCommClosedError(
-                f"TLS handshake with {self.prefix + address} failed: "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
-        except OSError as exc:
-            raise translate(f"connect to {self.prefix + address}", exc) from exc
+        except OSError as exc:  # ssl.SSLError included
+            raise connect_failed(self.prefix + address, exc) from exc
         local = self.prefix + unparse_host_port(*transport.get_extra_info("sockname")[:2])
         return AsyncioComm(protocol, local, self.prefix + address, deserialize)

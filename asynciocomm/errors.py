@@ -1,10 +1,12 @@
 """Errors, and the one boundary where transport errors become distributed's.
 
 Everything below the comm (the codec, the protocol, sockets, ssl) raises or records
-its own exceptions. :func:`translate` is the single place that turns them into
+its own exceptions. This module is the single place that turns them into
 ``CommClosedError`` / ``FatalCommClosedError``, the only errors distributed expects
-from a comm: a fatal one stops distributed's connect retries (a TLS peer we do not
-trust will not start trusting us on the next attempt).
+from a comm: :func:`translate` for a connection that ended, :func:`connect_failed`
+for one that never began, :func:`closed_here` and :func:`truncated` for the two
+the comm itself finds. A fatal one stops distributed's connect retries (a TLS
+peer we do not trust will not start trusting us on the next attempt).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from distributed.comm.core import CommClosedError, FatalCommClosedError
 
 from asynciocomm.wire.errors import ProtocolError
 
-__all__ = ["ProtocolError", "detached", "is_fatal", "translate"]
+__all__ = ["ProtocolError", "closed_here", "connect_failed", "detached", "is_fatal",
+           "translate", "truncated"]
 
 
 _TLS_HINT = (
@@ -66,3 +69,25 @@ def translate(where: object, exc: BaseException | None) -> CommClosedError:
         err = CommClosedError(f"in {where}: {type(exc).__name__}: {exc}")
     err.__cause__ = exc
     return err
+
+
+def connect_failed(where: object, exc: OSError) -> CommClosedError:
+    """The distributed error for a connection attempt that failed with ``exc``.
+    Any TLS failure while connecting is fatal, as with the stock comm: retrying
+    will not make the peer speak TLS or trust us."""
+    if isinstance(exc, ssl.SSLError):
+        err: CommClosedError = FatalCommClosedError(
+            f"TLS handshake with {where} failed: {type(exc).__name__}: {exc}")
+        err.__cause__ = exc
+        return err
+    return translate(f"connect to {where}", exc)
+
+
+def closed_here(where: object) -> CommClosedError:
+    """A read or write on a comm closed or aborted on this side, worded as stock's."""
+    return CommClosedError(f"in {where}: comm was closed locally")
+
+
+def truncated(where: object) -> CommClosedError:
+    """A message whose frames ended early (``EOFError`` of its deserialization)."""
+    return CommClosedError(f"in {where}: aborted stream on truncated data")

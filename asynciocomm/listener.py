@@ -15,12 +15,12 @@ from distributed.comm.core import BaseListener, CommClosedError
 from distributed.comm.utils import ensure_concrete_host
 
 from asynciocomm import lifetime
-from asynciocomm.sockets.accepting import Acceptor
-from asynciocomm.sockets.binding import bind_sockets
 from asynciocomm.comm import AsyncioComm
 from asynciocomm.config import Settings, load_settings
 from asynciocomm.log import get_logger
 from asynciocomm.protocol import FramedProtocol
+from asynciocomm.sockets.accepting import Acceptor
+from asynciocomm.sockets.binding import bind_sockets
 from asynciocomm.sockets.tlsargs import check_encryption, expect_tls_context, tls_timeouts
 
 logger = get_logger(__name__)

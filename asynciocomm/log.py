@@ -18,3 +18,10 @@ ROOT = "distributed.comm.asyncio"
 def get_logger(module: str) -> logging.Logger:
     """The logger for asynciocomm module ``module`` (pass ``__name__``)."""
     return logging.getLogger(f"{ROOT}.{module.rpartition('.')[2]}")
+
+
+#: distributed's own loggers of failed (de)serialization: the fast path logs
+#: what distributed's ``dumps``, ``loads`` and ``to_frames`` log, under their
+#: names, so that a failure reads the same whichever path it took.
+PROTOCOL_CORE = logging.getLogger("distributed.protocol.core")
+COMM_UTILS = logging.getLogger("distributed.comm.utils")

@@ -31,11 +31,6 @@ import contextlib
 from collections.abc import AsyncGenerator, Callable, Coroutine
 from typing import Any, cast
 
-from distributed.comm.core import CommClosedError
-
-from asynciocomm.wire.buffers import default_allocator
-from asynciocomm.wire.encoder import Buffer
-from asynciocomm.wire.speedups import FrameDecoder, encode_frames, encode_single
 from asynciocomm import lifetime
 from asynciocomm.config import Settings
 from asynciocomm.errors import ProtocolError, detached, translate
@@ -44,6 +39,8 @@ from asynciocomm.pool import BufferPool, shared_pool
 from asynciocomm.reading import FLOW, ReadSwitch
 from asynciocomm.sockets.sockopts import configure_socket
 from asynciocomm.transports import TransportTraits
+from asynciocomm.wire.buffers import default_allocator
+from asynciocomm.wire.speedups import FrameDecoder, encode_frames, encode_single
 from asynciocomm.writer import Sender
 
 logger = get_logger(__name__)
@@ -313,33 +310,35 @@ class FramedProtocol(asyncio.BufferedProtocol):
 
     # -- writing -----------------------------------------------------------------
 
-    def encode(self, frames: bytes | list[Any]) -> tuple[list[Buffer], int]:
-        """One message (its one frame as ``bytes``, or its frames) as the stock
-        writer puts it on the wire: the buffers for :meth:`send` and their size.
-        Raises TypeError, before anything is queued, where the stock writer
-        cannot take a buffer."""
+    def send(self, frames: bytes | list[Any]) -> int | Coroutine[Any, Any, int]:
+        """Put one message (its one frame as ``bytes``, or its frames) on the
+        wire as the stock writer frames it. Returns its size on the wire when it
+        was accepted at once, or a coroutine that returns it once the message
+        is accepted, after waiting its turn (flow control, or writers before it)
+        or finding the connection gone. Raises TypeError, before anything is
+        queued, where the stock writer cannot take a buffer. Cancelling the wait
+        leaves nothing of the message queued and the connection as it was."""
         if type(frames) is bytes:
-            return encode_single(frames, self._coalesce)  # type: ignore[no-any-return]
-        return encode_frames(frames, self._coalesce)  # type: ignore[no-any-return]
-
-    def send(self, buffers: list[Buffer], nbytes: int) -> Coroutine[Any, Any, None] | None:
-        """Queue one encoded message. Returns None when it was accepted at once,
-        or a coroutine that waits its turn (flow control, or writers before it)
-        and accepts it then. Cancelling that wait leaves nothing of the message
-        queued and the connection as it was."""
+            buffers, nbytes = encode_single(frames, self._coalesce)
+        else:
+            buffers, nbytes = encode_frames(frames, self._coalesce)
         transport = self.transport
         sender = self._sender
         if self.is_closed or transport is None or sender is None or transport.is_closing():
             # is_closing(): closed under us (an OS error, the peer's EOF) before
             # connection_lost is reported; writing then fails inside the transport.
-            self._refuse_write()
-            return None
+            return self._refused(nbytes)
         waiting = sender.send(buffers, nbytes)
-        return None if waiting is None else self._sent_in_turn(waiting)
+        return nbytes if waiting is None else self._sent_in_turn(waiting, nbytes)
 
-    async def _sent_in_turn(self, waiting: Coroutine[Any, Any, bool]) -> None:
+    async def _sent_in_turn(self, waiting: Coroutine[Any, Any, bool], nbytes: int) -> int:
         if not await waiting:
             self._refuse_write()
+        return nbytes
+
+    async def _refused(self, nbytes: int) -> int:
+        self._refuse_write()
+        return nbytes
 
     def _refuse_write(self) -> None:
         """The connection cannot take this write: raise, unless the peer has

@@ -30,16 +30,19 @@ import numpy as np
 import pytest
 from distributed.comm import listen
 
-from asynciocomm.serialization import arrays
+from asynciocomm.serialization import (
+    arrays,
+    internals,
+    metering,
+    pickling,
+    recovery,
+    selfcheck,
+    sizing,
+)
 from asynciocomm.serialization import choice as codecs
-from asynciocomm.serialization import internals
-from asynciocomm.serialization import metering
-from asynciocomm.serialization import pickling
-from asynciocomm.serialization import selfcheck
 from asynciocomm.serialization import fast as serialization
-from asynciocomm.serialization import sizing
-from asynciocomm.serialization.stock import StockCodec
 from asynciocomm.serialization.fast import MessageCodec
+from asynciocomm.serialization.stock import StockCodec
 from tests.helpers_net import WAIT, RawPeer, handshake_msg, parse_frames
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -102,7 +105,7 @@ def test_the_self_check_goes_through_each_fast_path(monkeypatch) -> None:
     spy(arrays, "_checked", lambda entry: entry is not None)  # ... and read by it
     spy(serialization, "_unpackb")  # a message read without distributed's hook
     spy(serialization, "loads")  # ... and one with it
-    spy(serialization, "second_pass")  # an object msgpack cannot take
+    spy(recovery, "second_pass")  # an object msgpack cannot take
     spy(sizing, "_size")  # the offload sizing's own walk
     monkeypatch.setattr(arrays, "_read_cache", {})
     assert selfcheck.differences(MessageCodec) == (None, None)

@@ -12,10 +12,23 @@ from typing import Any
 
 import pytest
 from distributed.comm.core import CommClosedError
+from distributed.comm.tcp import _add_frames_header
+from distributed.protocol import dumps
 
 from asynciocomm.config import load_settings
 from asynciocomm.protocol import FramedProtocol
 from tests.helpers_net import encode_msg
+
+
+def message_frames(msg: Any) -> list[Any]:
+    """``msg``'s frames, as the codec gives them to the protocol."""
+    return list(dumps(msg))
+
+
+def wire(frames: list[bytes]) -> bytes:
+    """``frames`` as the stock writer frames them on the wire."""
+    out, _, _ = _add_frames_header(list(frames))
+    return b"".join(bytes(memoryview(b).cast("B")) for b in out)
 
 
 class HandTransport:
@@ -209,7 +222,7 @@ async def test_a_peer_that_breaks_the_protocol_is_closed_after_what_was_written(
     tls_client: bool,
 ) -> None:
     protocol, transport = connected()
-    protocol.send([encode_msg("owed to the peer")], 30)
+    protocol.send(message_frames("owed to the peer"))
     bad = b"\x16\x03\x01" + b"\x00" * 40 if tls_client else b"\xff" * 64
     transport.feed(bad)
     assert transport.closing and not transport.reading
@@ -226,7 +239,7 @@ async def test_a_peer_that_breaks_the_protocol_is_closed_after_what_was_written(
 async def test_a_lone_write_goes_at_once_and_the_next_ones_in_one_batch() -> None:
     protocol, transport = connected()
     for i in range(5):
-        assert protocol.send([encode_msg(i)], 30) is None
+        assert protocol.send(message_frames(i)) == len(encode_msg(i))  # accepted at once
     assert transport.written == [encode_msg(0)]  # write-through
     await asyncio.sleep(0)  # the loop turns: the batch leaves in one call
     assert transport.calls == ["write", "write"]
@@ -236,25 +249,25 @@ async def test_a_lone_write_goes_at_once_and_the_next_ones_in_one_batch() -> Non
 async def test_writers_wait_their_turn_in_call_order_and_a_cancelled_one_sends_nothing() -> None:
     protocol, transport = connected()
     big = b"b" * 100_000
-    assert protocol.send([big], len(big)) is None  # accepted: above high water now
-    waiting = [protocol.send([encode_msg(i)], 30) for i in range(3)]
-    assert all(w is not None for w in waiting)
+    assert protocol.send([big]) == len(wire([big]))  # accepted: above high water now
+    waiting = [protocol.send(message_frames(i)) for i in range(3)]
+    assert not any(isinstance(w, int) for w in waiting)
     tasks = [asyncio.ensure_future(w) for w in waiting]  # type: ignore[arg-type]
     await asyncio.sleep(0)
-    assert not any(t.done() for t in tasks) and transport.sent() == big
+    assert not any(t.done() for t in tasks) and transport.sent() == wire([big])
     tasks[1].cancel()
     transport.take()  # the kernel took everything: resume_writing
     await asyncio.gather(tasks[0], tasks[2])
     assert tasks[1].cancelled()
     await asyncio.sleep(0)
-    assert transport.sent() == big + encode_msg(0) + encode_msg(2)
+    assert transport.sent() == wire([big]) + encode_msg(0) + encode_msg(2)
 
 
 async def test_close_sends_what_waits_then_closes() -> None:
     protocol, transport = connected()
     big = b"b" * 100_000
-    protocol.send([big], len(big))
-    waiting = asyncio.ensure_future(protocol.send([encode_msg("after")], 30))  # type: ignore[arg-type]
+    protocol.send([big])
+    waiting = asyncio.ensure_future(protocol.send(message_frames("after")))  # type: ignore[arg-type]
     await asyncio.sleep(0)
     closing = asyncio.ensure_future(protocol.close())
     await asyncio.sleep(0)
@@ -266,28 +279,28 @@ async def test_close_sends_what_waits_then_closes() -> None:
     transport.take()
     for _ in range(3):
         await asyncio.sleep(0)
-    assert transport.closing and transport.sent() == big + encode_msg("after")
+    assert transport.closing and transport.sent() == wire([big]) + encode_msg("after")
     protocol.connection_lost(None)
     await asyncio.wait_for(closing, 5)
 
 
 async def test_abort_hands_the_batch_over_then_aborts_a_loop_turn_later() -> None:
     protocol, transport = connected()
-    protocol.send([encode_msg(1)], 30)
-    protocol.send([encode_msg(2)], 30)  # batched
+    protocol.send(message_frames(1))
+    protocol.send(message_frames(2))  # batched
     protocol.abort()
     assert transport.sent() == encode_msg(1) + encode_msg(2) and not transport.aborted
     await asyncio.sleep(0)
     assert transport.aborted
     with pytest.raises(CommClosedError):
-        protocol.send([encode_msg(3)], 30)
+        await protocol.send(message_frames(3))  # type: ignore[misc]
 
 
 async def test_writers_waiting_when_the_connection_is_lost_are_refused() -> None:
     protocol, transport = connected()
     big = b"b" * 100_000
-    protocol.send([big], len(big))
-    waiting = asyncio.ensure_future(protocol.send([encode_msg(1)], 30))  # type: ignore[arg-type]
+    protocol.send([big])
+    waiting = asyncio.ensure_future(protocol.send(message_frames(1)))  # type: ignore[arg-type]
     await asyncio.sleep(0)
     protocol.connection_lost(ConnectionResetError("gone"))
     with pytest.raises(CommClosedError, match="gone"):

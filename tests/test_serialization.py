@@ -14,9 +14,9 @@ from distributed.protocol import dumps, loads, to_serialize
 from distributed.protocol.serialize import Pickled, Serialized, ToPickle, serialize
 
 from asynciocomm.serialization import fast as serialization
-from asynciocomm.serialization.fast import FALLBACK, MessageCodec
+from asynciocomm.serialization.continuation import Continuation
+from asynciocomm.serialization.fast import MessageCodec
 from tests.helpers_pickles import local_function
-
 
 PLAIN = [
     {"op": "task-finished", "key": "('x', 1)", "nbytes": 8, "startstops": ({"action": "compute", "start": 1.0},)},
@@ -60,7 +60,7 @@ SPECIAL = [
 def test_plain_messages_pack_to_distributed_bytes(msg, literal_opts: bool, monkeypatch) -> None:
     monkeypatch.setattr(serialization, "_PLAIN_OPTS", literal_opts)
     frame = MessageCodec().dumps(msg)
-    assert frame is not FALLBACK
+    assert not isinstance(frame, Continuation)
     assert [frame] == dumps(msg)
     assert MessageCodec.loads([memoryview(bytearray(frame))], len(frame), True, None) == loads([frame])
 
@@ -92,7 +92,7 @@ def test_hooked_messages_pack_to_distributed_frames(msg) -> None:
 @pytest.mark.parametrize("msg", SPECIAL, ids=range(len(SPECIAL)))
 def test_special_messages_fall_back(msg) -> None:
     codec = MessageCodec()
-    assert codec.dumps(msg) is FALLBACK
+    assert isinstance(codec.dumps(msg), Continuation)
     assert codec.dumps({"op": "after-failure"}) == dumps({"op": "after-failure"})[0]
     assert codec.dumps({"p": ToPickle(2)}) == dumps({"p": ToPickle(2)})
 
@@ -188,7 +188,7 @@ def _frame_bytes(frames) -> list[bytes]:
 def test_serialize_sub_frames_are_distributeds(i: int, compression) -> None:
     msg, comm = _data_messages()[i], _Comm(compression)
     frames = MessageCodec().dumps(msg, comm)
-    assert frames is not FALLBACK
+    assert not isinstance(frames, Continuation)
     expected = dumps(msg, context=comm.context(), frame_split_size=comm.max_shard_size)
     assert _frame_bytes(frames) == _frame_bytes(expected)
     views = [memoryview(bytearray(f)) for f in _frame_bytes(frames)]
@@ -241,24 +241,24 @@ def test_serialize_needs_the_comm_and_offloads_as_to_frames_does() -> None:
     from distributed.comm.utils import OFFLOAD_THRESHOLD
 
     small = {"op": "s", "p": to_serialize(np.arange(10))}
-    assert MessageCodec().dumps(small) is FALLBACK  # no context without the comm
+    assert isinstance(MessageCodec().dumps(small), Continuation)  # no context without the comm
     n = OFFLOAD_THRESHOLD + 1
     for data in (_structured(n), np.zeros((2, n), "u1")[:, ::2], [_structured(2**20)] * 11):
         big = {"op": "s", "p": to_serialize(data)}
-        assert MessageCodec().dumps(big, _Comm()) is FALLBACK, data  # to_frames offloads it
-        assert MessageCodec().dumps(big, _Comm(allow_offload=False)) is not FALLBACK
+        assert isinstance(MessageCodec().dumps(big, _Comm()), Continuation), data  # to_frames offloads it
+        assert not isinstance(MessageCodec().dumps(big, _Comm(allow_offload=False)), Continuation)
     copy_free = {"op": "s", "p": to_serialize(np.arange(n, dtype="u1"))}
-    assert MessageCodec().dumps(copy_free, _Comm("zlib")) is FALLBACK  # compression runs
+    assert isinstance(MessageCodec().dumps(copy_free, _Comm("zlib")), Continuation)  # compression runs
     seen: list = []
     with context_meter.add_callback(lambda *a: seen.append(a)):  # as distributed, metered
-        assert MessageCodec().dumps(copy_free, _Comm()) is FALLBACK
+        assert isinstance(MessageCodec().dumps(copy_free, _Comm()), Continuation)
     assert seen == []  # refused before anything was serialized
     # Copy-free arrays are serialized here: one above the threshold, or many
     # small ones that are above it together.
     parts = {"op": "s", "d": [to_serialize(np.zeros(2**20, "u1")) for _ in range(11)]}
     for msg, arrays in ((copy_free, [copy_free["p"].data]), (parts, [p.data for p in parts["d"]])):
         frames = MessageCodec().dumps(msg, _Comm())
-        assert frames is not FALLBACK
+        assert not isinstance(frames, Continuation)
         assert _frame_bytes(frames) == _frame_bytes(dumps(msg, context=_Comm().context()))
         assert all(np.shares_memory(np.asarray(f), a) for f, a in zip(frames[2::2], arrays))
 
@@ -266,7 +266,7 @@ def test_serialize_needs_the_comm_and_offloads_as_to_frames_does() -> None:
 def test_copy_free_arrays_are_read_here_above_the_threshold(monkeypatch) -> None:
     """A message above the live threshold is read here when, besides a head of
     at most the threshold, it holds only arrays read as views of their frames;
-    anything else goes to from_frames (FALLBACK), which offloads it."""
+    anything else goes to from_frames (a Continuation), which offloads it."""
     _threshold(monkeypatch, 1000)
     arrays = [np.arange(2000, dtype="f8"), np.arange(300, dtype="i2").reshape(20, 15).T]
 
@@ -277,7 +277,7 @@ def test_copy_free_arrays_are_read_here_above_the_threshold(monkeypatch) -> None
     msg = {"op": "s", "p": to_serialize(arrays[0]), "q": [to_serialize(arrays[1]), {3}]}
     frames = frames_of(msg)
     got = MessageCodec.loads(frames, sum(f.nbytes for f in frames), True, None)
-    assert got is not FALLBACK and got["q"][1] == {3}
+    assert not isinstance(got, Continuation) and got["q"][1] == {3}
     for a, b in zip((got["p"], got["q"][0]), arrays):
         np.testing.assert_array_equal(a, b)
     assert np.shares_memory(got["p"], np.asarray(frames[2]))
@@ -290,7 +290,7 @@ def test_copy_free_arrays_are_read_here_above_the_threshold(monkeypatch) -> None
         [memoryview(bytearray(f)) for f in dumps(msg, context={"compression": "zlib"})],
     ]
     for frames in others:
-        assert MessageCodec.loads(frames, sum(f.nbytes for f in frames), True, None) is FALLBACK
+        assert isinstance(MessageCodec.loads(frames, sum(f.nbytes for f in frames), True, None), Continuation)
 
 
 @pytest.mark.parametrize("compression", [None, "zlib"])
@@ -336,8 +336,8 @@ def test_the_hook_drops_the_comm_after_each_message() -> None:
 
     comm = _Comm()
     codec = MessageCodec()
-    assert codec.dumps({"p": to_serialize(b"x")}, comm) is not FALLBACK
-    assert codec.dumps({"bad": object()}, comm) is FALLBACK
+    assert not isinstance(codec.dumps({"p": to_serialize(b"x")}, comm), Continuation)
+    assert isinstance(codec.dumps({"bad": object()}, comm), Continuation)
     ref = weakref.ref(comm)
     gc.disable()
     try:
@@ -360,10 +360,10 @@ def test_dumps_follows_the_live_offload_threshold(monkeypatch, threshold) -> Non
     _threshold(monkeypatch, threshold)
     msg = {"op": "s", "p": to_serialize(_structured(800))}  # safe_sizeof: about 1.2 kB
     offloads = bool(threshold) and threshold < 1167
-    assert (MessageCodec().dumps(msg, _Comm()) is FALLBACK) is offloads
-    assert MessageCodec().dumps(msg, _Comm(allow_offload=False)) is not FALLBACK
+    assert isinstance(MessageCodec().dumps(msg, _Comm()), Continuation) is offloads
+    assert not isinstance(MessageCodec().dumps(msg, _Comm(allow_offload=False)), Continuation)
     copy_free = {"op": "s", "p": to_serialize(np.arange(100))}  # the same size
-    assert MessageCodec().dumps(copy_free, _Comm()) is not FALLBACK
+    assert not isinstance(MessageCodec().dumps(copy_free, _Comm()), Continuation)
 
 
 @pytest.mark.parametrize("threshold", [1, 100, False])
@@ -373,5 +373,5 @@ def test_loads_follows_the_live_offload_threshold(monkeypatch, threshold) -> Non
         frames = [memoryview(bytearray(f)) for f in dumps(msg)]
         nbytes = sum(f.nbytes for f in frames)
         offloads = bool(threshold) and nbytes > threshold
-        assert (MessageCodec.loads(frames, nbytes, True, None) is FALLBACK) is offloads, nbytes
-        assert MessageCodec.loads(frames, nbytes, False, None) is not FALLBACK  # nothing to offload
+        assert isinstance(MessageCodec.loads(frames, nbytes, True, None), Continuation) is offloads, nbytes
+        assert not isinstance(MessageCodec.loads(frames, nbytes, False, None), Continuation)  # nothing to offload

@@ -254,9 +254,8 @@ NOT_FAST: Any = object()
 #: Bounded: a stream of ever new shapes empties it whenever it is full.
 _read_cache: dict[bytes, tuple[dict[str, Any], int]] = {}
 READ_CACHE_ENTRIES = 256
-_UNPACK_OPTS: Any = (
-    dict(use_list=False, **internals.MSGPACK_OPTS) if internals.MSGPACK_OPTS is not None else None
-)
+#: None where distributed's options are missing: the read path is off there.
+_UNPACK_OPTS: Any = internals.UNPACK_OPTS if internals.MSGPACK_OPTS is not None else None
 
 
 def _checked(header: Any) -> tuple[dict[str, Any], int] | None:

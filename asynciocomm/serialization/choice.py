@@ -18,11 +18,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from asynciocomm.serialization import internals
-from asynciocomm.serialization.stock import FALLBACK, StockCodec
 from asynciocomm.log import get_logger
+from asynciocomm.serialization import internals
+from asynciocomm.serialization.stock import StockCodec
 
-__all__ = ["FALLBACK", "FAST", "FRAMING", "OFF_BECAUSE", "decide", "decided", "new_codec",
+__all__ = ["FAST", "FRAMING", "OFF_BECAUSE", "decide", "decided", "new_codec",
            "report"]
 
 logger = get_logger(__name__)

@@ -18,11 +18,12 @@ packing, and ``from_frames`` calls a Python ``object_hook`` for every dict.
   those of ``distributed.protocol.dumps``.
 
   Nothing is pickled or serialized more often than there. A message that fails
-  before anything was pickled or serialized returns FALLBACK, and the comm's
-  :meth:`MessageCodec.fallback` calls ``to_frames``, offload and all. Once
-  something was, distributed's next steps run here instead of starting over: on
-  a ``TypeError`` its second pass (whatever msgpack cannot take is pickled), then
-  its logs and the error; a message that ``to_frames`` would offload is packed
+  before anything was pickled or serialized gets a ``Continuation`` of
+  ``to_frames``, offload and all, which the comm awaits. Once something was,
+  distributed's next steps run here instead of starting over
+  (:mod:`asynciocomm.serialization.recovery`): on a ``TypeError`` its second pass
+  (whatever msgpack cannot take is pickled), then its logs and the error; a
+  message that ``to_frames`` would offload gets a ``Continuation`` that packs it
   again in the offload thread, taking the sub-frames already made as they are.
 
   For messages without ``Serialize`` this path skips ``to_frames``' offload
@@ -41,8 +42,8 @@ packing, and ``from_frames`` calls a Python ``object_hook`` for every dict.
   (``Hook._offload_rule`` in :mod:`asynciocomm.serialization.packing`). Its metered steps go
   through :mod:`asynciocomm.serialization.metering`.
 * **Read.** :meth:`MessageCodec.loads` handles messages up to the same live
-  threshold; larger ones return FALLBACK, and the comm calls ``from_frames``,
-  which offloads them, unless all they hold besides a small msgpack head is
+  threshold; larger ones give a ``Continuation`` of ``from_frames``, which
+  offloads them, unless all they hold besides a small msgpack head is
   arrays read without a copy (:func:`loads_copy_free`). distributed's hook
   only acts on dicts carrying one of the
   markers ``__Enum__``, ``__Set__``, ``__Serialized__``, ``__Pickled__``; a frame
@@ -55,7 +56,6 @@ packing, and ``from_frames`` calls a Python ``object_hook`` for every dict.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import msgpack
@@ -69,26 +69,19 @@ from distributed.protocol.serialize import (
 )
 from distributed.utils import offload
 
-from asynciocomm.serialization import arrays, internals, selfcheck
+from asynciocomm.log import PROTOCOL_CORE
+from asynciocomm.serialization import arrays, internals, recovery, selfcheck
 from asynciocomm.serialization.arrays import NOT_FAST, read_array
-from asynciocomm.serialization.stock import FALLBACK, stock_frames
+from asynciocomm.serialization.continuation import Continuation
 from asynciocomm.serialization.metering import unobserved
-from asynciocomm.serialization.packing import (
-    Hook,
-    NeedsFallback,
-    Offload,
-    joined,
-    log_unserializable,
-    resume,
-    second_pass,
-    type_error_text,
-)
+from asynciocomm.serialization.packing import Hook, NeedsFallback, Offload, joined
+from asynciocomm.serialization.stock import stock_frames, stock_message
 
 _MARK = b"__"
 # A private name (asynciocomm.serialization.internals): where it is missing, asynciocomm.serialization.choice
 # gives comms distributed's own path, and nothing here is called.
 msgpack_opts: Any = internals.MSGPACK_OPTS or {}
-_UNPACK_OPTS = dict(use_list=False, **msgpack_opts)
+_UNPACK_OPTS: Any = internals.UNPACK_OPTS
 #: Whether distributed's msgpack options are the ones the hook-free fast path
 #: spells out as literal keywords (those of 2026.8 and later). A ``**`` call
 #: builds a dict per message: 323 ns against 196 ns for a 77-byte message.
@@ -96,8 +89,6 @@ _PLAIN_OPTS = msgpack_opts == {"strict_map_key": False, "raw": False}
 _unpackb = msgpack.unpackb
 _decompress = unobserved(decompress)
 _merge = unobserved(merge_and_deserialize)
-#: distributed's logger for a failed deserialization, so that it reads the same.
-_core_logger = logging.getLogger("distributed.protocol.core")
 
 
 class MessageCodec:
@@ -107,14 +98,11 @@ class MessageCodec:
     this instance: no reference cycle keeps a dropped comm alive until the
     garbage collector runs (its finalizer closes it)."""
 
-    __slots__ = ("_packer", "_hook", "_pending")
+    __slots__ = ("_packer", "_hook")
 
     def __init__(self) -> None:
         self._hook = Hook()
         self._packer = msgpack.Packer(use_bin_type=True, default=self._hook.encode)
-        #: (message, sub-frames made, second pass) of a message dumps() began
-        #: and fallback() finishes in the offload thread.
-        self._pending: tuple[Any, list[Any], bool, int] | None = None
 
     def dumps(
         self,
@@ -122,13 +110,15 @@ class MessageCodec:
         comm: Any = None,
         serializers: Any = None,
         on_error: str | None = "message",
-    ) -> bytes | list[Any] | Any:
+    ) -> bytes | list[Any] | Continuation:
         """distributed's frames for ``msg``: the one frame as ``bytes``, a list
-        when there are sub-frames, or FALLBACK (then call :meth:`fallback`).
-        ``comm`` (with the write's ``serializers`` and ``on_error``) supplies the
-        context that ``Serialize`` sub-frames need; without it they make it
-        FALLBACK. Raises, after distributed's logs, what distributed's path
-        would raise for a message that failed after something was pickled."""
+        when there are sub-frames, or a :class:`Continuation` that gives them
+        when awaited (distributed's ``to_frames``, or the offloaded rest of a
+        message begun here). ``comm`` (with the write's ``serializers`` and
+        ``on_error``) supplies the context that ``Serialize`` sub-frames need;
+        without it they are left to ``to_frames``, which needs the comm too.
+        Raises, after distributed's logs, what distributed's path would raise
+        for a message that failed after something was pickled."""
         hook = self._hook
         if comm is not None:
             hook.msg = msg
@@ -137,52 +127,63 @@ class MessageCodec:
             hook.on_error = on_error
         sub = hook.sub
         try:
-            head = self._packer.pack(msg)  # packing.pack(), inlined: one call less per message
-        except Exception as e:  # the packer resets
-            if isinstance(e, NeedsFallback) or not (sub or hook.failed):
-                sub.clear()
-                return FALLBACK  # nothing pickled or serialized: distributed does it all, once
-            return self._recover(msg, type_error_text(e))
+            try:
+                head = self._packer.pack(msg)  # packing.pack(), inlined: one call less
+            except Exception as e:  # the packer resets
+                if isinstance(e, NeedsFallback) or not (sub or hook.failed):
+                    sub.clear()  # nothing pickled or serialized: distributed does it all, once
+                    return Continuation(stock_frames, msg, comm, serializers, on_error)
+                if isinstance(e, Offload):
+                    return self._offloaded(msg, 0)
+                if not recovery.packs_again(hook, e):
+                    sub.clear()
+                    recovery.log_unserializable(msg, e)
+                    raise
+                type_error = str(e)
+            else:
+                return joined(head, sub) if sub else head
+            return self._second_pass(msg, type_error)
         finally:
             if comm is not None:
                 hook.reset()
-        return joined(head, sub) if sub else head
 
-    def _recover(self, msg: Any, type_error: str | None) -> Any:
-        """Called in the ``except`` block of a failed first pass (see
-        :func:`asynciocomm.serialization.packing.second_pass`)."""
+    def _second_pass(self, msg: Any, type_error: str) -> bytes | list[Any] | Continuation:
+        """distributed's second pass of a message whose first raised a TypeError."""
         hook = self._hook
-        start = len(hook.sub)  # where a second pass's sub-frames begin
+        start = len(hook.sub)  # where the second pass's sub-frames begin
         try:
-            return second_pass(self._packer, hook, msg, type_error)
+            return recovery.second_pass(self._packer, hook, msg, type_error)
         except Offload:
-            self._pending = (msg, hook.sub.copy(), hook.safe, start if hook.safe else 0)
-            return FALLBACK
-        except Exception:
-            log_unserializable(msg)
+            return self._offloaded(msg, start)
+        except Exception as e:
+            recovery.log_unserializable(msg, e)
             raise
         finally:
             hook.sub.clear()
 
-    async def fallback(
-        self, msg: Any, comm: Any, serializers: Any = None, on_error: str | None = "message"
-    ) -> list[Any]:
-        """The frames of a message :meth:`dumps` returned FALLBACK for (call it
-        at once): ``to_frames``' own, or, for a message begun here that
-        ``to_frames`` would offload, the rest of it in the offload thread."""
-        pending, self._pending = self._pending, None
-        if pending is not None and pending[0] is msg:
-            return await offload(resume, msg, comm, serializers, on_error, *pending[1:])
-        return await stock_frames(msg, comm, serializers, on_error)
+    def _offloaded(self, msg: Any, start: int) -> Continuation:
+        """The rest of a message ``to_frames`` would offload, for the offload
+        thread, with the sub-frames made so far (the pass's from ``start``)."""
+        hook = self._hook
+        done = hook.sub.copy()
+        hook.sub.clear()
+        return Continuation(offload, recovery.resume, msg, hook.comm, hook.serializers,
+                            hook.on_error, done, hook.safe, start)
 
     @staticmethod
     def loads(
-        frames: list[memoryview], nbytes: int, deserialize: bool, deserializers: Any
+        frames: list[memoryview], nbytes: int, deserialize: bool, deserializers: Any,
+        allow_offload: bool = True,
     ) -> Any:
-        """The message, or FALLBACK when it needs offloading (large, deserialized)."""
+        """The message, or a :class:`Continuation` of ``from_frames`` where it
+        needs offloading (large, deserialized)."""
         threshold = _comm_utils.OFFLOAD_THRESHOLD  # distributed's, as it is now
         if threshold and deserialize and nbytes > threshold:
-            return loads_copy_free(frames, threshold, deserializers)
+            message = loads_copy_free(frames, threshold, deserializers)
+            if message is _NOT_HERE:
+                return Continuation(stock_message, frames, deserialize, deserializers,
+                                    allow_offload)
+            return message
         if len(frames) == 1:
             frame = frames[0]
             obj = frame.obj if isinstance(frame, memoryview) else frame
@@ -198,11 +199,15 @@ class _NotCopyFree(Exception):
     """Raised by the decode hook of :func:`loads_copy_free`."""
 
 
+#: What :func:`loads_copy_free` returns for a message it leaves to ``from_frames``.
+_NOT_HERE: Any = object()
+
+
 def loads_copy_free(frames: list[Any], threshold: int, deserializers: Any) -> Any:
     """A message above the offload threshold, read here if all it holds besides
     msgpack of at most ``threshold`` bytes is arrays the read fast path takes
     from writable frames (:func:`asynciocomm.serialization.arrays.read_array`: a view of the
-    frame, no copy, nothing decompressed or unpickled); else FALLBACK, and
+    frame, no copy, nothing decompressed or unpickled); else ``_NOT_HERE``, and
     ``from_frames`` offloads it. Reading such an array costs a few
     microseconds at any size, under the GIL wherever it runs, so the offload
     thread's round trip would buy the loop nothing (the same rule as the
@@ -210,7 +215,7 @@ def loads_copy_free(frames: list[Any], threshold: int, deserializers: Any) -> An
     is left to distributed's steps, which log and raise it their own way."""
     head = frames[0]
     if len(head) > threshold:
-        return FALLBACK  # unpacking that much is work to offload
+        return _NOT_HERE  # unpacking that much is work to offload
 
     def decode(obj: dict[str, Any]) -> Any:
         offset = obj.get("__Serialized__", 0)
@@ -228,7 +233,7 @@ def loads_copy_free(frames: list[Any], threshold: int, deserializers: Any) -> An
     try:
         return msgpack.loads(head, object_hook=decode, **_UNPACK_OPTS)
     except Exception:
-        return FALLBACK
+        return _NOT_HERE
 
 
 def loads(frames: list[Any], deserialize: bool = True, deserializers: Any = None) -> Any:
@@ -267,7 +272,7 @@ def loads(frames: list[Any], deserialize: bool = True, deserializers: Any = None
 
         return msgpack.loads(frames[0], object_hook=decode, **_UNPACK_OPTS)
     except Exception:
-        _core_logger.critical("Failed to deserialize", exc_info=True)
+        PROTOCOL_CORE.critical("Failed to deserialize", exc_info=True)
         raise
 
 

@@ -125,6 +125,10 @@ IS_MSGPACK_SERIALIZABLE: Callable[[Any], bool] | None = _find(
     "distributed.protocol.serialize:_is_msgpack_serializable", CODEC, callable)
 MSGPACK_OPTS: dict[str, Any] | None = _find(
     "distributed.protocol.utils:msgpack_opts", CODEC, _is_dict)
+#: ``msgpack.loads``' options for distributed's frames, as its ``loads`` passes
+#: them (tuples for lists); msgpack's defaults for the rest where MSGPACK_OPTS
+#: is missing (the self-check then finds what differs).
+UNPACK_OPTS: dict[str, Any] = dict(use_list=False, **(MSGPACK_OPTS or {}))
 
 # --- asynciocomm.serialization.sizing --------------------------------------------------------
 SIZEOF_LOOKUP: dict[type, Any] | None = _find("dask.sizeof:sizeof._lookup", SIZING, _is_dict)
@@ -138,7 +142,3 @@ SIZEOF_COLLECTION: Callable[..., Any] | None = _find(
 FRAMES_HEADER: Callable[[list[Any]], Any] | None = _find(
     "distributed.comm.tcp:_add_frames_header", FRAMING_CHECK, callable)
 
-
-def off(fast_path: str) -> bool:
-    """Whether a name that ``fast_path`` needs is missing here."""
-    return any(fast_path in paths for paths in MISSING.values())

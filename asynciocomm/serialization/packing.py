@@ -4,19 +4,14 @@
 distributed's ``_encode_default``, with the sub-frames of ``ToPickle``,
 ``Pickled``, ``Serialize`` and ``Serialized`` built step for step as there
 (``create_pickled_sub_frames``, ``create_serialized_sub_frames``), in the same
-order, with the same metered steps. The rest is what distributed's ``dumps``
-and ``to_frames`` do when a pass fails, for a message that
-:class:`asynciocomm.serialization.fast.MessageCodec` began and cannot hand to
-``to_frames`` without pickling something twice: :func:`second_pass` (after a
-``TypeError``, pickle what msgpack cannot take), :func:`log_unserializable` (their
-logs), and :func:`resume` (the rest of a message ``to_frames`` would offload,
-in the offload thread, with the sub-frames already made taken as they are).
+order, with the same metered steps. :class:`Replay` is the hook of a message
+packed again in the offload thread, with the sub-frames made on the loop taken
+as they are. What happens when a pass fails is
+:mod:`asynciocomm.serialization.recovery`'s.
 """
 
 from __future__ import annotations
 
-import logging
-import sys
 from typing import Any
 
 import msgpack
@@ -40,11 +35,8 @@ from asynciocomm.serialization.sizing import message_size
 # Private names (asynciocomm.serialization.internals): where one is missing, asynciocomm.serialization.choice
 # gives comms distributed's own path, and nothing here is called.
 _is_msgpack_serializable: Any = internals.IS_MSGPACK_SERIALIZABLE
-_UNPACK_OPTS = dict(use_list=False, **(internals.MSGPACK_OPTS or {}))
+_UNPACK_OPTS: Any = internals.UNPACK_OPTS
 _compress = unobserved(maybe_compress)
-#: distributed's loggers for a failed serialization, so that they read the same.
-_core_logger = logging.getLogger("distributed.protocol.core")
-_utils_logger = logging.getLogger("distributed.comm.utils")
 
 
 class NeedsFallback(Exception):
@@ -257,60 +249,3 @@ def pack(packer: msgpack.Packer, hook: Hook, msg: Any) -> bytes | list[Any]:
     """One pass: the head frame alone, or all frames with sub-frames."""
     head = packer.pack(msg)
     return joined(head, hook.sub) if hook.sub else head
-
-
-def second_pass(packer: msgpack.Packer, hook: Hook, msg: Any, type_error: str | None) -> Any:
-    """Called in the ``except`` block of a first pass that failed:
-    distributed's ``dumps`` packs again when that was a TypeError (its text is
-    ``type_error``), pickling what msgpack cannot take; else the exception
-    being handled is raised again. Its list of frames is not emptied in
-    between: the second pass's sub-frames follow the first pass's, which stay
-    in the message unreferenced.
-
-    The exception is never an argument or a local here: a frame on its own
-    traceback that refers to it would be a reference cycle, holding the
-    message and its frames until the garbage collector runs."""
-    if hook.safe or type_error is None:
-        raise  # noqa: PLE0704 - the caller's exception, re-raised as it is
-    _core_logger.info(
-        f"Failed to serialize ({type_error}); falling back to pickle. "
-        "Be aware that this may degrade performance."
-    )
-    hook.safe = True
-    hook.free = 0  # this pass serializes the arrays again
-    return pack(packer, hook, msg)
-
-
-def type_error_text(exc: BaseException) -> str | None:
-    """What :func:`second_pass` needs of a first pass's exception."""
-    return str(exc) if isinstance(exc, TypeError) else None
-
-
-def log_unserializable(msg: Any) -> None:
-    """What ``dumps`` and ``to_frames`` log when a message fails (in ``except``)."""
-    _core_logger.critical("Failed to Serialize", exc_info=True)
-    _utils_logger.info("Unserializable Message: %s", msg)
-    _utils_logger.exception(sys.exc_info()[1])
-
-
-def resume(msg: Any, comm: Any, serializers: Any, on_error: str | None,
-           done: list[Any], safe: bool, start: int) -> list[Any]:
-    """The offloaded rest of a message begun on the loop: its pass again (the
-    second when ``safe``, whose sub-frames begin at ``start``), with the
-    sub-frames ``done`` taken as they are, and what distributed does next."""
-    hook = Replay(done)
-    hook.sub += done[:start]  # the first pass's, when this is the second
-    hook.msg, hook.comm, hook.serializers, hook.on_error = msg, comm, serializers, on_error
-    hook.sized = True  # the offload was decided
-    hook.safe = safe
-    packer = msgpack.Packer(use_bin_type=True, default=hook.encode)
-    try:
-        try:
-            frames = pack(packer, hook, msg)
-        except Exception as e:
-            hook.done = []  # a pass of its own: nothing taken as it is
-            frames = second_pass(packer, hook, msg, type_error_text(e))
-    except Exception:
-        log_unserializable(msg)
-        raise
-    return [frames] if isinstance(frames, bytes) else frames

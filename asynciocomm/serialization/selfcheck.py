@@ -43,9 +43,9 @@ from distributed.metrics import context_meter
 from distributed.protocol.serialize import Serialize, Serialized, ToPickle, serialize
 from distributed.sizeof import safe_sizeof
 
-from asynciocomm.serialization import internals
-from asynciocomm.serialization.stock import FALLBACK
 from asynciocomm.log import get_logger
+from asynciocomm.serialization import internals
+from asynciocomm.serialization.continuation import Continuation
 
 logger = get_logger(__name__)
 
@@ -166,7 +166,7 @@ def _message_difference(
             framing = f"{name}: the framing differs from distributed's tcp writer"
     stock_bytes = _as_bytes(stock)
     fast = codec_class().dumps(make(), comm)
-    if fast is not FALLBACK:
+    if not isinstance(fast, Continuation):
         fast_bytes = _as_bytes(fast)
         if len(fast_bytes) != len(stock_bytes):
             return (f"{name}: {len(fast_bytes)} frames, distributed's dumps "
@@ -177,7 +177,7 @@ def _message_difference(
     views = [memoryview(bytearray(f)) for f in stock_bytes]
     expected = distributed.protocol.loads(views, deserialize=True)
     got = codec_class.loads(views, sum(v.nbytes for v in views), True, None)
-    if got is not FALLBACK and not _same(got, expected):
+    if not isinstance(got, Continuation) and not _same(got, expected):
         return f"{name}: distributed's frames read differently from its loads", framing
     from asynciocomm.serialization.sizing import message_size
 

@@ -1,19 +1,20 @@
 """distributed's own path for a comm's messages.
 
-``FALLBACK`` is what a codec returns for a message it leaves to distributed:
-the comm then calls ``to_frames`` (:func:`stock_frames`, with the context the
-stock comm passes) or ``from_frames``. :class:`StockCodec` leaves every message
-to them: a comm with it (de)serializes exactly as the stock comm does.
+:func:`stock_frames` and :func:`stock_message` are ``to_frames`` and
+``from_frames`` as the stock comm calls them (with its context, its shard size
+and its offload rule). A codec that leaves a message to them returns a
+:class:`~asynciocomm.serialization.continuation.Continuation` of one, which the
+comm awaits. :class:`StockCodec` leaves every message to them: a comm with it
+(de)serializes exactly as the stock comm does.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from distributed.comm.utils import to_frames
+from distributed.comm.utils import from_frames, to_frames
 
-#: Marker meaning "use distributed's general path for this message".
-FALLBACK: Any = object()
+from asynciocomm.serialization.continuation import Continuation
 
 
 async def stock_frames(
@@ -34,6 +35,15 @@ async def stock_frames(
     )
 
 
+async def stock_message(frames: list[Any], deserialize: bool, deserializers: Any,
+                        allow_offload: bool) -> Any:
+    """``from_frames`` of ``frames`` as the stock comm's ``read`` calls it."""
+    return await from_frames(
+        frames, deserialize=deserialize, deserializers=deserializers,
+        allow_offload=allow_offload,
+    )
+
+
 class StockCodec:
     """A codec (the interface of :class:`asynciocomm.serialization.fast.MessageCodec`)
     that leaves every message to distributed's ``to_frames`` and ``from_frames``."""
@@ -43,14 +53,10 @@ class StockCodec:
     def dumps(
         self, msg: Any, comm: Any = None, serializers: Any = None,
         on_error: str | None = "message",
-    ) -> Any:
-        return FALLBACK
-
-    async def fallback(
-        self, msg: Any, comm: Any, serializers: Any = None, on_error: str | None = "message"
-    ) -> list[Any]:
-        return await stock_frames(msg, comm, serializers, on_error)
+    ) -> Continuation:
+        return Continuation(stock_frames, msg, comm, serializers, on_error)
 
     @staticmethod
-    def loads(frames: list[Any], nbytes: int, deserialize: bool, deserializers: Any) -> Any:
-        return FALLBACK
+    def loads(frames: list[Any], nbytes: int, deserialize: bool, deserializers: Any,
+              allow_offload: bool = True) -> Continuation:
+        return Continuation(stock_message, frames, deserialize, deserializers, allow_offload)

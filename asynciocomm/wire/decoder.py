@@ -46,8 +46,8 @@ except ImportError:  # run as plain Python without Cython: see purecython
 from collections.abc import Sequence
 
 from asynciocomm.wire.buffers import Allocator, default_allocator, scratch_allocate
-from asynciocomm.wire.limits import C_INT_MAX
 from asynciocomm.wire.errors import ProtocolError
+from asynciocomm.wire.limits import C_INT_MAX
 
 _PRELUDE = struct.Struct("<QQ")
 _ONE_LENGTH = struct.Struct("<Q")  # the lengths of a one-frame message

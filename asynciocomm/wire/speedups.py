@@ -21,8 +21,10 @@ def _load() -> tuple[ModuleType, ModuleType]:
     if FORCE_PURE:
         return pure_decoder, pure_encoder
     try:
-        from asynciocomm.wire import _cdecoder
-        from asynciocomm.wire import _cencoder  # type: ignore[attr-defined]
+        from asynciocomm.wire import (
+            _cdecoder,
+            _cencoder,  # type: ignore[attr-defined]
+        )
     except ImportError:
         return pure_decoder, pure_encoder
     return _cdecoder, _cencoder
