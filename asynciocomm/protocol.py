@@ -36,9 +36,9 @@ from asynciocomm.config import Settings
 from asynciocomm.errors import ProtocolError, detached, translate
 from asynciocomm.log import get_logger
 from asynciocomm.pool import BufferPool, shared_pool
-from asynciocomm.reading import FLOW, ReadSwitch
+from asynciocomm.reading import ReadSwitch
 from asynciocomm.sockets.sockopts import configure_socket
-from asynciocomm.transports import TransportTraits
+from asynciocomm.transport_traits import TransportTraits
 from asynciocomm.wire.buffers import default_allocator
 from asynciocomm.wire.speedups import FrameDecoder, encode_frames, encode_single
 from asynciocomm.writer import Sender
@@ -132,7 +132,10 @@ class FramedProtocol(asyncio.BufferedProtocol):
         traits = TransportTraits.of(transport)
         self._tls = traits.tls
         self._sender = Sender(self.settings, self.transport, self._loop, traits)
-        self._reading = ReadSwitch(self.transport, self._loop)
+        settings = self.settings
+        self._reading = ReadSwitch(
+            self.transport, self._loop, settings.read_pause,
+            settings.buffer_pool_min_size if self._pool is not None else None)
         self._loop_guard = lifetime.track(self)
         configure_socket(transport.get_extra_info("socket"), self.settings.tcp_timeout)
         # Called once, then dropped: the listener that passed it must not be
@@ -151,12 +154,9 @@ class FramedProtocol(asyncio.BufferedProtocol):
             return
         reading = self._reading
         assert reading is not None
-        if decoder.messages and self._wake_reader() and self._pool is not None and (
-                decoder.queued_bytes - queued >= self.settings.buffer_pool_min_size):
-            # A pooled frame's message reached a waiting reader (see reading.py).
-            reading.yield_to_reader()
-        if decoder.queued_bytes + self._delivering > self.settings.read_pause:
-            reading.hold(FLOW)
+        woke = bool(decoder.messages) and self._wake_reader()
+        reading.received(decoder.queued_bytes - queued, woke,
+                         decoder.queued_bytes + self._delivering)
 
     def eof_received(self) -> bool:
         self._eof = True
@@ -297,8 +297,8 @@ class FramedProtocol(asyncio.BufferedProtocol):
         (or failed to deserialize): resume reading once the unread messages are
         at most half of ``read-pause``."""
         self._delivering = 0
-        if self._reading is not None and self._decoder.queued_bytes <= self.settings.read_pause // 2:
-            self._reading.release(FLOW)
+        if self._reading is not None:
+            self._reading.delivered(self._decoder.queued_bytes)
 
     def readable(self) -> asyncio.Future[None]:
         """A future resolved when a message arrives or the connection ends."""

@@ -1,9 +1,11 @@
 """Whether a connection's transport reads: one switch, held for any of a few reasons.
 
 * **Flow control** (:data:`FLOW`): complete messages that ``read()`` has not
-  returned exceed ``read-pause``; the protocol releases it below half of that.
+  returned exceed ``read-pause``; released at or below half of that
+  (:meth:`ReadSwitch.received`, :meth:`ReadSwitch.delivered`).
 * **A yield to the reader** (:meth:`ReadSwitch.yield_to_reader`, :data:`YIELD`):
-  a large message just completed for a reader that was waiting. Reading stops
+  a large message (a frame from the buffer pool) just completed for a reader
+  that was waiting. Reading stops
   until that reader has run, for one loop iteration. The reader takes the
   message and, as a handler looping on ``read()`` does, drops the one before,
   whose pooled buffer the next large frame then reuses. Read on at once, and
@@ -33,12 +35,35 @@ YIELD = 2
 class ReadSwitch:
     """Pauses and resumes one transport's reading for the reasons above."""
 
-    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop,
+                 read_pause: int, yield_min: int | None) -> None:
         self._transport: asyncio.Transport | None = transport
         self._loop = loop
+        #: Unread bytes above which reading pauses, and at or below which it
+        #: resumes (half of it: the reader catches up before the next pause).
+        self._pause_above = read_pause
+        self._resume_at = read_pause // 2
+        #: The smallest message that yields to its reader: a pooled frame's (the
+        #: buffer pool's smallest buffer); None without a pool, nothing to reuse.
+        self._yield_min = yield_min
         self._held = 0
         self._stopped = False
         self._yield_handle: asyncio.Handle | None = None
+
+    def received(self, completed: int, woke_reader: bool, unread: int) -> None:
+        """Bytes arrived: ``completed`` bytes of messages completed by them,
+        ``woke_reader`` if one of those reached a waiting reader, and ``unread``
+        bytes of messages not yet returned by ``read()`` (the one it is
+        returning included)."""
+        if woke_reader and self._yield_min is not None and completed >= self._yield_min:
+            self.yield_to_reader()
+        if unread > self._pause_above:
+            self.hold(FLOW)
+
+    def delivered(self, unread: int) -> None:
+        """``read()`` returned a message; ``unread`` bytes of messages are left."""
+        if unread <= self._resume_at:
+            self.release(FLOW)
 
     def held(self, reason: int) -> bool:
         return bool(self._held & reason)

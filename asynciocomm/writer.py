@@ -29,9 +29,9 @@ Strategy:
   cancelled), each when the transport's buffer is empty, so the kernel reads
   them from the caller's memory and at most one chunk's tail is ever copied.
   TLS transports (on either loop) encrypt a whole write into one buffer before
-  any of it leaves; they get chunks too (``TLS_WRITE_CHUNK``), paced by the
+  any of it leaves; they get chunks too (``WRITE_CHUNK``), paced by the
   ordinary write flow control. Public transport API only; the sizes and what
-  each transport does are in :mod:`asynciocomm.transports`.
+  each transport does are in :mod:`asynciocomm.transport_traits`.
 """
 
 from __future__ import annotations
@@ -42,15 +42,12 @@ from collections.abc import Coroutine
 from typing import Any
 
 from asynciocomm.config import Settings
-from asynciocomm.transports import (
+from asynciocomm.transport_traits import (
     JOIN_THEN_WRITELINES,
-    LARGE_WRITE_CHUNK,
     LARGE_WRITE_MIN,
-    TLS_WRITE_CHUNK,
+    WRITE_CHUNK,
     WRITEV,
     TransportTraits,
-    chunks,
-    coalesced,
 )
 from asynciocomm.wire.encoder import Buffer
 
@@ -78,7 +75,7 @@ class Sender:
         self._write_through_min = traits.write_through_min
         self._chunk_large = traits.chunk_large
         self._chunk_until_empty = traits.chunk_until_empty
-        self._chunk = TLS_WRITE_CHUNK if traits.tls else LARGE_WRITE_CHUNK
+        self._chunk = WRITE_CHUNK
         self._zero_high = 1 if traits.tls else 0
         self._paused = False  # the transport is above its high-water mark
         self._broken = False  # aborted or lost: nothing more is sent
@@ -320,3 +317,33 @@ class Sender:
         progress = self._progress
         if progress is not None and not progress.done():
             progress.set_result(None)
+
+
+def coalesced(batch: list[Buffer], coalesce: int) -> list[Buffer]:
+    """``batch`` with every run of buffers under ``coalesce`` bytes joined."""
+    out: list[Buffer] = []
+    run: list[Buffer] = []
+    for buf in batch:
+        if len(buf) < coalesce:
+            run.append(buf)
+            continue
+        if run:
+            out.append(b"".join(run) if len(run) > 1 else run[0])
+            run = []
+        out.append(buf)
+    if run:
+        out.append(b"".join(run) if len(run) > 1 else run[0])
+    return out
+
+
+def chunks(buffers: list[Buffer], size: int) -> list[Buffer]:
+    """A message's buffers with every one larger than ``size`` cut into views of ``size``."""
+    out: list[Buffer] = []
+    for buf in buffers:
+        n = len(buf)
+        if n <= size:
+            out.append(buf)
+            continue
+        view = memoryview(buf)
+        out += [view[i : i + size] for i in range(0, n, size)]
+    return out

@@ -15,7 +15,7 @@ import pytest
 from distributed.protocol import to_serialize
 
 from asynciocomm.reading import FLOW
-from asynciocomm.transports import LARGE_WRITE_CHUNK, TLS_WRITE_CHUNK
+from asynciocomm.transport_traits import WRITE_CHUNK
 from tests.helpers_net import WAIT, write_spy
 from tests.variants import OWN, connect_to, raw_socket, serve, variant_fixture
 
@@ -220,10 +220,10 @@ async def test_large_write_is_handed_over_in_chunks_where_transports_copy(
             await asyncio.wait_for(comm.write(_msg(7, size)), WAIT)
             _check(await asyncio.wait_for(got, WAIT), 7, size)
         await comm.close()
-    chunk = TLS_WRITE_CHUNK if variant.tls else LARGE_WRITE_CHUNK
+    chunk = WRITE_CHUNK
     assert sum(spy.sizes) > size and max(spy.sizes) <= chunk, spy.sizes
     if not uvloop:
-        assert 0 < peak <= LARGE_WRITE_CHUNK + 256 * 1024, peak
+        assert 0 < peak <= WRITE_CHUNK + 256 * 1024, peak
 
 
 async def test_a_message_in_the_offload_thread_still_holds_reading_back(

@@ -122,7 +122,7 @@ async def test_large_messages_over_tls_are_never_batched(variant, certs, size) -
     in order."""
     from distributed.protocol.serialize import to_serialize
 
-    from asynciocomm.transports import TLS_WRITE_THROUGH_MIN
+    from asynciocomm.transport_traits import TLS_WRITE_THROUGH_MIN
 
     n = 8
     payloads = [bytes([i]) * size for i in range(n)]

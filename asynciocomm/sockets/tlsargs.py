@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from asynciocomm.config import Settings
-from asynciocomm.sockets.loops import of_uvloop
+from asynciocomm.loops import of_uvloop
 
 
 def check_encryption(prefix: str, encrypted: bool, address: str, args: dict[str, Any]) -> None:

@@ -117,8 +117,8 @@ class FrameDecoder:
             raise ValueError("direct_read must be positive and <= read_buffer / 2")
         self._view = scratch_allocate(read_buffer)
         self._cap = read_buffer
-        self._start = 0  # first unparsed byte in _buf
-        self._end = 0  # end of received bytes in _buf
+        self._start = 0  # first unparsed byte in the scratch buffer (_view)
+        self._end = 0  # end of the received bytes in it
         self._state = _S_PRELUDE
         self._need = _PRELUDE_BYTES  # contiguous bytes from _start the current state waits for
         self._direct_read = direct_read

@@ -14,25 +14,23 @@ import asyncio
 import sys
 from dataclasses import dataclass
 
-from asynciocomm.sockets.loops import of_uvloop
-from asynciocomm.wire.encoder import Buffer
+from asynciocomm.loops import of_uvloop
 
-#: Chunk size for large frames on transports that copy unsent data (the plain
-#: asyncio loop before 3.12): each chunk is handed over only when the buffer is
-#: empty, so at most this much is ever copied; 4 MiB matches Linux's largest
-#: socket send buffer, so one chunk usually leaves in one send().
-LARGE_WRITE_CHUNK = 4 * 1024 * 1024
-#: Chunk size for large frames over TLS (either loop). The transport encrypts
-#: each write into its memory BIO and reads the ciphertext out as one bytes
-#: object, so a chunk is encrypted whole before any of it leaves. Each chunk
-#: also costs the TLS write path's fixed work (Python calls, a ciphertext
-#: object, a flow-control pause and resume); where encryption runs at full
-#: speed that outweighs the cache and allocator benefit of small chunks:
-#: measured one-way against stock TLS on both loops, 4 MiB chunks move 4 MiB
-#: messages at 0.92-1.00x of it where 256 KiB chunks reach 0.82x, and 16-128 MiB
-#: at 1.05-1.27x against 0.87-1.15x, with 4-16 % less sender CPU from 16 MiB up
-#: (bench/results/README.md, large messages). The same as the plain chunk.
-TLS_WRITE_CHUNK = LARGE_WRITE_CHUNK
+#: Chunk size for large frames, where they go in chunks (``chunk_large``).
+#: On transports that copy unsent data (the plain asyncio loop before 3.12)
+#: each chunk is handed over only when the buffer is empty, so at most this much
+#: is ever copied; 4 MiB matches Linux's largest socket send buffer, so one
+#: chunk usually leaves in one send(). Over TLS (either loop) the transport
+#: encrypts each write into its memory BIO and reads the ciphertext out as one
+#: bytes object, so a chunk is encrypted whole before any of it leaves; each
+#: chunk also costs the TLS write path's fixed work (Python calls, a ciphertext
+#: object, a flow-control pause and resume), which outweighs the cache and
+#: allocator benefit of smaller chunks: measured one-way against stock TLS on
+#: both loops, 4 MiB chunks move 4 MiB messages at 0.92-1.00x of it where
+#: 256 KiB chunks reach 0.82x, and 16-128 MiB at 1.05-1.27x against 0.87-1.15x,
+#: with 4-16 % less sender CPU from 16 MiB up (bench/results/README.md, large
+#: messages).
+WRITE_CHUNK = 4 * 1024 * 1024
 #: Messages from this size up take that path on such transports. Below it, a
 #: copy of the unsent tail costs less than waiting for the buffer to empty.
 LARGE_WRITE_MIN = 256 * 1024
@@ -108,32 +106,3 @@ class TransportTraits:
     def chunk_large(self) -> bool:
         return self.tls or self.chunk_until_empty
 
-
-def coalesced(batch: list[Buffer], coalesce: int) -> list[Buffer]:
-    """``batch`` with every run of buffers under ``coalesce`` bytes joined."""
-    out: list[Buffer] = []
-    run: list[Buffer] = []
-    for buf in batch:
-        if len(buf) < coalesce:
-            run.append(buf)
-            continue
-        if run:
-            out.append(b"".join(run) if len(run) > 1 else run[0])
-            run = []
-        out.append(buf)
-    if run:
-        out.append(b"".join(run) if len(run) > 1 else run[0])
-    return out
-
-
-def chunks(buffers: list[Buffer], size: int) -> list[Buffer]:
-    """A message's buffers with every one larger than ``size`` cut into views of ``size``."""
-    out: list[Buffer] = []
-    for buf in buffers:
-        n = len(buf)
-        if n <= size:
-            out.append(buf)
-            continue
-        view = memoryview(buf)
-        out += [view[i : i + size] for i in range(0, n, size)]
-    return out
