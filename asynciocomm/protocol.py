@@ -72,7 +72,8 @@ def frame_pool(settings: Settings) -> BufferPool | None:
     """The pool large frames' own buffers come from, unless it is off."""
     if settings.buffer_pool <= 0:
         return None
-    return shared_pool(settings.buffer_pool, settings.buffer_pool_min_size, settings.buffer_pool_idle)
+    return shared_pool(settings.buffer_pool, settings.buffer_pool_min_size,
+                       settings.buffer_pool_idle)
 
 
 class FramedProtocol(asyncio.BufferedProtocol):

@@ -66,7 +66,7 @@ class TransportTraits:
       ciphertext buffer and send that once, but each buffer becomes at least
       one TLS record, so runs of small buffers are joined first (one ``write``
       per buffer would flush and send each one separately; uvloop's
-      ``writelines`` passed every small buffer as its own record). 
+      ``writelines`` passed every small buffer as its own record).
       ``JOIN_THEN_WRITE`` on asyncio's TCP transport, which joins a list into
       one new bytes object before Python 3.12: runs of small buffers are
       joined, large ones written as they are.

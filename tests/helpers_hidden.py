@@ -106,12 +106,8 @@ def main(spec: list[str]) -> dict[str, Any]:
         sys.modules.update(saved)
     package_spec.loader.exec_module(package)
 
-    from asynciocomm.serialization import arrays
+    from asynciocomm.serialization import arrays, metering, pickling, selfcheck, sizing
     from asynciocomm.serialization import choice as codecs
-    from asynciocomm.serialization import metering
-    from asynciocomm.serialization import pickling
-    from asynciocomm.serialization import selfcheck
-    from asynciocomm.serialization import sizing
     from asynciocomm.serialization.fast import MessageCodec
 
     arrays._arm()

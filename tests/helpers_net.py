@@ -17,9 +17,9 @@ from typing import Any
 
 from distributed.comm import connect
 from distributed.comm.core import Comm
+from distributed.comm.tcp import _add_frames_header
 from distributed.protocol import dumps, loads
 
-from distributed.comm.tcp import _add_frames_header
 from tests.certs import Certs
 from tests.variants import Variant, connect_to
 

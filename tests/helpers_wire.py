@@ -13,9 +13,7 @@ from types import ModuleType
 import pytest
 from distributed.comm.tcp import _add_frames_header
 
-from asynciocomm.wire import decoder
-from asynciocomm.wire import encoder
-from asynciocomm.wire import speedups
+from asynciocomm.wire import decoder, encoder, speedups
 
 
 class Build:
@@ -44,7 +42,8 @@ MESSAGES = [
     pytest.param([b"h" * 10, bytearray(b"d" * 100)], id="header+buffer"),
     pytest.param([b"h" * 10, bytearray(b"d" * 64)], id="exactly-direct"),
     pytest.param([b"a" * 63, b"b" * 63, b"c" * 63], id="run-split"),
-    pytest.param([b"p" * 3000, bytearray(b"d" * 100), bytearray(b"e" * 5)], id="pickle-then-buffers"),
+    pytest.param([b"p" * 3000, bytearray(b"d" * 100), bytearray(b"e" * 5)],
+                 id="pickle-then-buffers"),
     pytest.param([b"s" * 1000], id="larger-than-read-buffer"),
     pytest.param([bytes([i % 251]) * (i % 7) for i in range(200)], id="many-tiny"),
 ]

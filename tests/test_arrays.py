@@ -95,7 +95,8 @@ def _viewed(arr: np.ndarray, view: str) -> np.ndarray:
 
 @settings(max_examples=150, deadline=None, derandomize=True)
 @given(
-    arr=hnp.arrays(DTYPES.map(np.dtype), hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=6)),
+    arr=hnp.arrays(DTYPES.map(np.dtype),
+                   hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=6)),
     view=VIEWS,
     size=st.sampled_from([None, 64, 2**26]),
 )
@@ -175,7 +176,8 @@ def test_a_replaced_dask_family_is_honoured(calls, monkeypatch) -> None:
     ser = sys.modules["distributed.protocol.serialize"]
 
     dumps, loads, wants = ser.families["dask"]
-    monkeypatch.setitem(ser.families, "dask", (lambda x, context=None: dumps(x, context), loads, wants))
+    monkeypatch.setitem(ser.families, "dask",
+                        (lambda x, context=None: dumps(x, context), loads, wants))
     _check(Serialize(np.arange(10)), calls, fast=False)
 
 
@@ -274,7 +276,8 @@ def _read_check(frames: list, merges: list, fast: bool, deserializers=None) -> N
 )
 def test_arrays_read_as_distributed_reads_them(arr, view: str) -> None:
     arr = _viewed(arr, view)
-    with _counting(serialization, "_merge") as seen:  # not the fixture: hypothesis runs many examples
+    # not the fixture: hypothesis runs many examples
+    with _counting(serialization, "_merge") as seen:
         _read_check(_frames_of(arr), seen, fast=True)
         _read_check(_frames_of(arr), seen, fast=True)  # again, its header cached now
 

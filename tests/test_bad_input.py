@@ -179,7 +179,8 @@ async def test_claim_beyond_configured_max_frames_is_refused(caplog_info) -> Non
     with dask.config.set({"distributed.comm.asyncio.max-frames": 100}):
         errors: asyncio.Queue = asyncio.Queue()
         async with await _serve_with_sink(errors) as listener:
-            await _refused_after_handshake(listener.contact_address, header(8 + 8 * 101, [1] * 101) + b"x" * 101)
+            await _refused_after_handshake(listener.contact_address,
+                                           header(8 + 8 * 101, [1] * 101) + b"x" * 101)
             err = await asyncio.wait_for(errors.get(), WAIT)
             assert "101 frames exceed the bound of 100" in str(err), str(err)
             await roundtrip(ASYNCIO, None, listener.contact_address)

@@ -11,9 +11,8 @@ from distributed.protocol import dumps, to_serialize
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asynciocomm.wire import decoder
-from asynciocomm.wire import speedups
 from asynciocomm.errors import ProtocolError
+from asynciocomm.wire import decoder, speedups
 from tests.helpers_wire import BUILDS, MESSAGES, PURE, stock_wire, wire
 
 pytestmark = pytest.mark.parametrize("impl", BUILDS)

@@ -7,8 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asynciocomm.wire import encoder
-from asynciocomm.wire import speedups
+from asynciocomm.wire import encoder, speedups
 from asynciocomm.wire.encoder import encode_header
 from tests.helpers_wire import BUILDS, MESSAGES, stock_wire, wire
 

@@ -30,7 +30,8 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 
 #: Run there: the self-check and the private names, the bytes and objects of
-#: every message kind against distributed's, the comm and the listener, and the takeover against the stock comm
+#: every message kind against distributed's, the comm and the listener, and the
+#: takeover against the stock comm
 #: (both ways, across processes). The conformance checks and the clusters are
 #: left to the by-hand runs of each release (bench/results/compatibility.md):
 #: they would double this test's share of CI's 25 minutes and depend on the
@@ -74,7 +75,8 @@ def _pip(env_dir: Path, *args: str, timeout: float = BUILD_TIMEOUT_S) -> None:
         # extension files under ROOT while this interpreter has them loaded; the
         # ones the main install built are used, for the same Python.
         env={**os.environ, "ASYNCIOCOMM_PURE_PYTHON": "1"})
-    assert done.returncode == 0, f"pip install {' '.join(args)}:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+    assert done.returncode == 0, (
+        f"pip install {' '.join(args)}:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
 
 
 def _versions(env_dir: Path) -> dict[str, str]:
@@ -117,4 +119,5 @@ def test_the_oldest_release_passes_the_transport_interop_and_byte_tests() -> Non
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     tail = done.stdout.strip().splitlines()[-1:] or ["no output"]
     print(f"distributed {version}: {tail[0]}")
-    assert done.returncode == 0, f"on distributed {version}:\n{done.stdout[-8000:]}{done.stderr[-3000:]}"
+    assert done.returncode == 0, (
+        f"on distributed {version}:\n{done.stdout[-8000:]}{done.stderr[-3000:]}")

@@ -131,7 +131,8 @@ def test_an_offload_begun_on_the_loop_pickles_nothing_again(main, caplog) -> Non
     _, n, _ = _compare(names, False, main, 1, "zlib", caplog)
     assert n == 2 + 1
     # ... and after distributed's second pass.
-    _, n, _ = _compare(["topickle", "raw-object", "serialize-counted"], False, main, 1, None, caplog)
+    _, n, _ = _compare(["topickle", "raw-object", "serialize-counted"], False, main, 1, None,
+                       caplog)
     assert n == 2 + 1 + 1
 
 
@@ -154,7 +155,8 @@ def test_copy_free_arrays_stay_on_the_loop_and_the_rest_is_offloaded(main, caplo
     caplog.set_level(logging.INFO, logger="distributed")
     names = ["serialize-array", "serialize-counted", "serialize-array"]
     codec = MessageCodec()
-    assert not isinstance(codec.dumps(_build(names, False, main), _Comm()), Continuation)  # threshold not met
+    # the threshold not met
+    assert not isinstance(codec.dumps(_build(names, False, main), _Comm()), Continuation)
     assert calls == [True, True, True]
     calls.clear()
     _, n, _ = _compare(names, False, main, 1, None, caplog)

@@ -60,7 +60,8 @@ OBJECTS: list[Callable[[type], Any]] = [
     lambda main: main(lambda: 1),
     lambda main: Counted(np.arange(1000)),  # an out-of-band buffer
     lambda main: main(np.arange(1000)),
-    lambda main: np.array([main(1)] * 300, dtype=object),  # __main__ in an array of 1000+ bytes: pickle's
+    # __main__ in an array of 1000+ bytes: pickle's
+    lambda main: np.array([main(1)] * 300, dtype=object),
     lambda main: np.array([main(1)], dtype=object),  # and a short one: cloudpickle's
     lambda main: Counted(threading.Lock()),  # nothing can pickle it
     lambda main: lambda: 2,

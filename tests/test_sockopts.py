@@ -14,7 +14,8 @@ import pytest
 from asynciocomm.sockets import binding
 from asynciocomm.sockets.sockopts import reuse_address
 from tests.helpers_net import WAIT
-from tests.variants import OURS, VARIANTS as ALL, connect_to, raw_socket, serve
+from tests.variants import OURS, connect_to, raw_socket, serve
+from tests.variants import VARIANTS as ALL
 
 VARIANTS = [pytest.param(v, id=v.name) for v in OURS]
 STOCK_TCP = next(v for v in ALL if v.name == "stock-tcp")

@@ -78,7 +78,8 @@ from asynciocomm.serialization.packing import Hook, NeedsFallback, Offload, join
 from asynciocomm.serialization.stock import stock_frames, stock_message
 
 _MARK = b"__"
-# A private name (asynciocomm.serialization.internals): where it is missing, asynciocomm.serialization.choice
+# A private name (asynciocomm.serialization.internals): where it is missing,
+# asynciocomm.serialization.choice
 # gives comms distributed's own path, and nothing here is called.
 msgpack_opts: Any = internals.MSGPACK_OPTS or {}
 _UNPACK_OPTS: Any = internals.UNPACK_OPTS

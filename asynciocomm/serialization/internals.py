@@ -23,14 +23,18 @@ from typing import Any
 
 #: The fast paths, as :data:`MISSING` and the log name them.
 CODEC = "the fast codec (asynciocomm.serialization.fast; without it, to_frames/from_frames)"
-BY_VALUE = "a task of a local function pickled by cloudpickle alone (asynciocomm.serialization.pickling.by_value)"
-PICKLE_STEPS = "distributed's pickle.dumps step for step (asynciocomm.serialization.pickling.pickle_dumps)"
+BY_VALUE = ("a task of a local function pickled by cloudpickle alone "
+            "(asynciocomm.serialization.pickling.by_value)")
+PICKLE_STEPS = ("distributed's pickle.dumps step for step "
+                "(asynciocomm.serialization.pickling.pickle_dumps)")
 ARRAY_WRITE = "NumPy arrays serialized without the generic steps (asynciocomm.serialization.arrays)"
-ARRAY_READ = "NumPy arrays deserialized without the generic steps (asynciocomm.serialization.arrays)"
+ARRAY_READ = ("NumPy arrays deserialized without the generic steps "
+              "(asynciocomm.serialization.arrays)")
 METERS = "meters skipped while no callback listens (asynciocomm.serialization.metering)"
 SIZING = "offload sizing without dask.sizeof's dispatch per node (asynciocomm.serialization.sizing)"
 #: Not a fast path: the transport always frames as the stock comm does.
-FRAMING_CHECK = "the self-check of the wire framing against the stock writer (asynciocomm.serialization.selfcheck)"
+FRAMING_CHECK = ("the self-check of the wire framing against the stock writer "
+                 "(asynciocomm.serialization.selfcheck)")
 
 #: Each private name not found, or not of the shape read: the fast paths it turns off.
 MISSING: dict[str, list[str]] = {}

@@ -32,7 +32,8 @@ from asynciocomm.serialization.metering import unobserved
 from asynciocomm.serialization.pickling import pickle_dumps
 from asynciocomm.serialization.sizing import message_size
 
-# Private names (asynciocomm.serialization.internals): where one is missing, asynciocomm.serialization.choice
+# Private names (asynciocomm.serialization.internals): where one is missing,
+# asynciocomm.serialization.choice
 # gives comms distributed's own path, and nothing here is called.
 _is_msgpack_serializable: Any = internals.IS_MSGPACK_SERIALIZABLE
 _UNPACK_OPTS: Any = internals.UNPACK_OPTS
@@ -229,7 +230,8 @@ class Replay(Hook):
         offset = len(sub) or 1
         if offset < len(self.done) and (
             isinstance(obj, (ToPickle, Pickled, Serialize, Serialized))
-            or self.safe and msgpack_encode_default(obj) is obj and not _is_msgpack_serializable(obj)
+            or self.safe and msgpack_encode_default(obj) is obj
+            and not _is_msgpack_serializable(obj)
         ):
             n = msgpack.loads(self.done[offset], **_UNPACK_OPTS)["num-sub-frames"]
             key = "__Serialized__" if isinstance(obj, (Serialize, Serialized)) else "__Pickled__"

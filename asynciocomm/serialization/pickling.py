@@ -96,7 +96,8 @@ def by_value(x: Any) -> bool:
     ``x`` is a :class:`dask.Task` of a plain function, both pickled as dask and
     distributed define it: the task by its slots (``copyreg`` has no reducer for
     it, its reduction is dask's), neither reduced by ``_DaskPickler`` (its hook is
-    distributed's, with no dask serializer, lazy or not, for a class of their MROs). Pickling the task then
+    distributed's, with no dask serializer, lazy or not, for a class of their MROs).
+    Pickling the task then
     pickles its function by reference, after its arguments, and that fails or
     writes ``__main__`` whatever the arguments do: the function's qualified name
     has a ``<locals>`` part (which pickle refuses at once), or its module is

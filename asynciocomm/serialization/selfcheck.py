@@ -8,7 +8,8 @@ process, :func:`differences` encodes a fixed set of canonical messages,
 one of each kind the fast path handles (plain msgpack, sets and enums, a task
 spec pickled by reference and one pickled by value, out-of-band pickle buffers,
 the second pass for an object msgpack cannot take, ``Serialize`` and
-``Serialized`` data), with the fast codec and with distributed's ``dumps``; it reads distributed's frames with the
+``Serialized`` data), with the fast codec and with distributed's ``dumps``; it
+reads distributed's frames with the
 fast codec and with distributed's ``loads``; and it sizes each message as
 ``to_frames`` does. The first difference is returned; :mod:`asynciocomm.serialization.choice`
 then gives every comm distributed's own path. The same pass compares the

@@ -443,7 +443,8 @@ class FrameDecoder:
             # A whole message in one small frame, most of the traffic: it waits
             # in the queue as the bytearray alone (pop() makes its memoryview).
             # A bytearray is not tracked by the garbage collector; a list, a
-            # memoryview and the memoryview's buffer object are: a burst of thousands of queued messages (uvloop
+            # memoryview and the memoryview's buffer object are: a burst of
+            # thousands of queued messages (uvloop
             # reads up to 32 times before the reader runs) would otherwise
             # trigger collections that promote them all and, in turn, full
             # collections of the whole heap.

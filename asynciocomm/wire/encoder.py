@@ -43,7 +43,8 @@ _JOIN_MEAN_MAX = 2**15
 
 
 def _stock_joins(total: int, nbuffers: int) -> bool:
-    return total < _JOIN_MAX or (total < _JOIN_FRAGMENTED_MAX and total // nbuffers < _JOIN_MEAN_MAX)
+    return total < _JOIN_MAX or (
+        total < _JOIN_FRAGMENTED_MAX and total // nbuffers < _JOIN_MEAN_MAX)
 
 
 def _contiguous(frame: memoryview) -> memoryview:

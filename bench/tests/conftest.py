@@ -12,8 +12,9 @@ from typing import Any
 
 import dask
 import pytest
-from asynciocomm_bench.common.loops import EVENT_LOOP_KEY
 from distributed.config import get_loop_factory
+
+from asynciocomm_bench.common.loops import EVENT_LOOP_KEY
 
 DATA = Path(__file__).parent / "data"
 #: uvloop where it is installed (not on Windows), the asyncio loop everywhere.

@@ -27,6 +27,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from asynciocomm_bench.common import sdist as sdists
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -409,7 +410,7 @@ def _run_checks(tree: Path, tmp: Path) -> dict:
         [sys.executable, str(script), str(tree)],
         env=env, cwd=tmp, capture_output=True, text=True, timeout=180,
     )
-    lines = [l for l in proc.stdout.splitlines() if l.startswith("RESULTS ")]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULTS ")]
     assert lines, f"checks crashed (rc={proc.returncode}):\n{proc.stderr[-4000:]}"
     results = json.loads(lines[-1][len("RESULTS "):])
     assert results.pop("__file__").startswith(str(tree)), "imported the wrong tree"

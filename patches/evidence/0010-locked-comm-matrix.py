@@ -78,12 +78,13 @@ def child(testfile: str) -> dict:
     """Run every test on every variant, on the loop that the environment selects"""
     import asyncio
 
-    # Before distributed.utils_test: gen_test resets dask's config to what it was
-    # when utils_test was imported, and would drop asynciocomm's defaults
-    import asynciocomm
     import distributed
     from distributed.comm import connect
     from distributed.utils_test import gen_test
+
+    # Before distributed.utils_test: gen_test resets dask's config to what it was
+    # when utils_test was imported, and would drop asynciocomm's defaults
+    import asynciocomm
 
     mod = _load(testfile)
 

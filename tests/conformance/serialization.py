@@ -25,14 +25,16 @@ WAIT = 30
 
 
 @contextlib.asynccontextmanager
-async def _cluster(variant: Variant, certs: Certs, n_workers: int) -> AsyncIterator[tuple[Client, list[Worker]]]:
+async def _cluster(variant: Variant, certs: Certs,
+                   n_workers: int) -> AsyncIterator[tuple[Client, list[Worker]]]:
     """A scheduler, ``n_workers`` workers and a client in this process, on ``variant``."""
     security = certs.security() if variant.tls else None
     async with Scheduler(protocol=variant.scheme, host="127.0.0.1", dashboard_address=":0",
                          security=security) as s:
         async with contextlib.AsyncExitStack() as stack:
-            workers = [await stack.enter_async_context(Worker(s.address, nthreads=1, security=security))
-                       for _ in range(n_workers)]
+            workers = [
+                await stack.enter_async_context(Worker(s.address, nthreads=1, security=security))
+                for _ in range(n_workers)]
             client = await stack.enter_async_context(
                 Client(s.address, asynchronous=True, security=security))
             yield client, workers
@@ -81,7 +83,8 @@ async def _until(condition: Callable[[], bool]) -> None:
 #: What a transfer of one array from worker A to worker B makes each record.
 SENDER = {("get-data", "memory-read", "bytes"), ("get-data", "memory-read", "count")} | {
     ("get-data", step, "seconds") for step in ("serialize", "compress", "network")}
-RECEIVER = {("gather-dep", step, "seconds") for step in ("decompress", "deserialize", "network", "other")}
+RECEIVER = {("gather-dep", step, "seconds")
+            for step in ("decompress", "deserialize", "network", "other")}
 #: What each adds when every message is over the threshold (both offload their reads).
 OFFLOADED = ({("get-data", "offload", "seconds")}, {("gather-dep", "offload", "seconds")})
 
@@ -112,7 +115,8 @@ async def transfer_metric_keys(client: Client, a: Worker, b: Worker) -> tuple[se
     return _transfer_keys(a), _transfer_keys(b)
 
 
-async def check_transfer_metrics_follow_the_live_offload_threshold(variant: Variant, certs: Certs) -> None:
+async def check_transfer_metrics_follow_the_live_offload_threshold(
+        variant: Variant, certs: Certs) -> None:
     async with _cluster(variant, certs, 2) as (client, (a, b)):
         assert await transfer_metric_keys(client, a, b) == (SENDER, RECEIVER)
         with offload_threshold(1):

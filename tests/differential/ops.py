@@ -46,7 +46,8 @@ OFFLOADED = frozenset(k for k in KINDS if k.startswith("large-"))
 #: An abort or reset may lose what it leaves in user-space or kernel buffers, and
 #: how much that is depends on timing on the stock comm (how far its last write
 #: got). So may a close() while unread bytes are in the receive queue: the kernel
-#: then ends with a RST and drops what it has not sent yet. At most this many bytes unread by the peer always reach the peer's
+#: then ends with a RST and drops what it has not sent yet. At most this many
+#: bytes unread by the peer always reach the peer's
 #: kernel when write() returns (loopback delivers into the peer's receive
 #: window, 64 KiB at least), so the outcome is fixed; above it the generator
 #: offers no abort or reset.
@@ -276,7 +277,9 @@ class Model:
     def written(op: Op) -> list[int]:
         """Sizes of the messages ``op`` writes, as stock delivers them."""
         if isinstance(op, (Writers, WritesThenClose)):
-            return [WRITERS_LARGE, 64] if isinstance(op, WritesThenClose) else [WRITERS_LARGE, 64, 64]
+            if isinstance(op, WritesThenClose):
+                return [WRITERS_LARGE, 64]
+            return [WRITERS_LARGE, 64, 64]
         if isinstance(op, (Write, CancelWrite)):
             if refused(op.kind, op.size):
                 return []
@@ -315,7 +318,8 @@ class Model:
         """Whether the generator may offer ``op`` now (its stock outcome is fixed).
 
         ``open_bugs`` names the known divergences not fixed yet
-        (``known.OPEN_BUGS``): operations that run into them are left out, so the property test checks everything else
+        (``known.OPEN_BUGS``): operations that run into them are left out, so the
+        property test checks everything else
         (their minimal repros run strictly in ``test_known_divergences``).
         """
         side = op.side

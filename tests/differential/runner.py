@@ -321,7 +321,8 @@ def _closed(comms: dict[str, Comm | None], model: Model, open_bugs: frozenset[st
             continue
         value = "T" if comm.closed() else "F"
         free = model.closed_is_free(s) or (
-            "closed-on-fin-while-unread" in open_bugs and model.peer_ended(s) and not model.sides[s].ended)
+            "closed-on-fin-while-unread" in open_bugs and model.peer_ended(s)
+            and not model.sides[s].ended)
         if free:
             run.trace.details.append(f"{what}: closed() of {s} masked, was {value}")
         # '*': messages are unread after the peer's end (compare.SAFER).

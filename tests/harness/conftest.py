@@ -16,7 +16,6 @@ import shutil
 import tempfile
 
 from distributed.security import Security
-
 from distributed.utils_test import cleanup, loop, loop_in_thread  # noqa: F401 (fixtures)
 
 import asynciocomm

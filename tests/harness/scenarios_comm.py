@@ -82,7 +82,8 @@ async def test_a_cancelled_writer_loses_nothing_else() -> None:
 
     async with listen("tcp://127.0.0.1:0", sink) as listener:
         comm = await connect(listener.contact_address)
-        first = asyncio.ensure_future(comm.write({"i": 1, "x": to_serialize(np.ones(8 << 20, "u1"))}))
+        big = {"i": 1, "x": to_serialize(np.ones(8 << 20, "u1"))}
+        first = asyncio.ensure_future(comm.write(big))
         second = asyncio.ensure_future(comm.write({"i": 2}))
         third = asyncio.ensure_future(comm.write({"i": 3}))
         await asyncio.sleep(0)

@@ -169,7 +169,8 @@ class PeerProcess:
     async def wait_ready(self, timeout: float = 60.0) -> str:
         loop = asyncio.get_running_loop()
         assert self.proc.stdout is not None
-        line = await asyncio.wait_for(loop.run_in_executor(None, self.proc.stdout.readline), timeout)
+        readline = self.proc.stdout.readline
+        line = await asyncio.wait_for(loop.run_in_executor(None, readline), timeout)
         if not line:
             self._log.seek(0)
             raise RuntimeError(f"peer process exited: {self._log.read()[-4000:]}")

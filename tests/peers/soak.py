@@ -84,7 +84,8 @@ def make_message(seq: int, cid: int, rng: random.Random, max_size: int) -> dict[
     else:
         kind = "array"
         # log-uniform between 0 and max_size
-        nbytes = 0 if rng.random() < 0.05 else int(2 ** rng.uniform(0, max(1, max_size).bit_length() - 1))
+        top = max(1, max_size).bit_length() - 1
+        nbytes = 0 if rng.random() < 0.05 else int(2 ** rng.uniform(0, top))
         nbytes = min(nbytes, max_size)
         payload = _array(nbytes, rng)
     d = digest(seq, cid, payload_bytes(kind, payload))

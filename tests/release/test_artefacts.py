@@ -16,7 +16,6 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import venv
 import zipfile
 from pathlib import Path
 

@@ -76,7 +76,8 @@ class _Collect(logging.Handler):
 
 
 @contextlib.asynccontextmanager
-async def hygiene(fds: bool = True, fd_slack: int = 0, warns: bool = True) -> AsyncIterator[_Collect]:
+async def hygiene(fds: bool = True, fd_slack: int = 0,
+                  warns: bool = True) -> AsyncIterator[_Collect]:
     """Around a fault scenario: no 'Task was destroyed but it is pending', no
     ResourceWarning (unclosed transports or sockets) and, with ``fds``, no leaked
     file descriptor. Yields the collected log records."""
@@ -109,7 +110,8 @@ async def hygiene(fds: bool = True, fd_slack: int = 0, warns: bool = True) -> As
         root.removeHandler(handler)
         logging.getLogger("distributed").removeHandler(handler)
         root.setLevel(old_level)
-    pending = [r.getMessage() for r in handler.records if "was destroyed but it is pending" in r.getMessage()]
+    pending = [r.getMessage() for r in handler.records
+               if "was destroyed but it is pending" in r.getMessage()]
     assert not pending, pending
     rw = [str(w.message) for w in rec if issubclass(w.category, ResourceWarning)]
     if warns:

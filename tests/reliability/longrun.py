@@ -270,7 +270,8 @@ def render(doc: dict[str, Any]) -> str:
             lines += ["", f"Peak RSS under hostile input: {format_bytes(h['rss_before'])} -> "
                       f"{format_bytes(h['peak_rss_after'])} (growth "
                       f"{format_bytes(max(0, h['peak_rss_growth']))}); virtual peak "
-                      f"{format_bytes(h['vmpeak_before'])} -> {format_bytes(h['vmpeak_after'])}", ""]
+                      f"{format_bytes(h['vmpeak_before'])} -> "
+                      f"{format_bytes(h['vmpeak_after'])}", ""]
         elif h:
             lines += [f"hostile: {h.get('error')}", ""]
         i = r.get("idle")
@@ -312,7 +313,8 @@ def run(args: argparse.Namespace) -> Path:
     out = args.out or Path("bench-results") / f"reliability-{stamp}"
     out.mkdir(parents=True, exist_ok=True)
     limit = _raise_fd_limit()
-    doc: dict[str, Any] = {"started": stamp, "command": "python -m tests.reliability " + " ".join(sys.argv[1:]),
+    doc: dict[str, Any] = {"started": stamp,
+                           "command": "python -m tests.reliability " + " ".join(sys.argv[1:]),
                            "fd_limit": limit, "runs": []}
     for scheme in [s for s in args.schemes.split(",") if s]:
         for loop in [lo for lo in args.loops.split(",") if lo]:

@@ -75,7 +75,8 @@ async def test_hostile_input(hostile, variant, certs) -> None:
             try:
                 await peer.send(hostile.data)
                 if hostile.invalid:
-                    wait = OPEN_WAIT if not variant.ours and hostile.name in STOCK_OPEN else ABORT_WAIT
+                    stays_open = not variant.ours and hostile.name in STOCK_OPEN
+                    wait = OPEN_WAIT if stays_open else ABORT_WAIT
                     state = await peer.wait_closed_by_peer(wait)
                     assert state in ("eof", "reset"), f"connection still {state} after {wait} s"
                 elif not variant.tls:

@@ -135,7 +135,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                               description=__doc__.split("\n\n")[0])
     p.add_argument("a", help="interpreter of install A (e.g. ../before/.venv/bin/python)")
     p.add_argument("b", help="interpreter of install B")
-    p.add_argument("--test", default="ping", help="ping, stream, bulk:SIZE (bulk:16MiB) or clients:N (clients:32)")
+    p.add_argument("--test", default="ping",
+                   help="ping, stream, bulk:SIZE (bulk:16MiB) or clients:N (clients:32)")
     p.add_argument("--scheme", default="asyncio", help="the comm scheme both installs run")
     p.add_argument("--loop", default="asyncio", help="asyncio or uvloop")
     p.add_argument("--pairs", type=int, default=8, help="pairs of measurements")

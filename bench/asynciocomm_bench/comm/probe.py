@@ -13,7 +13,8 @@ or GiB/s; for ``clients`` with ``size`` N, the round trips/s of N concurrent
 clients together), the messages timed, the server process's CPU and minor page
 faults per message over them, and the client process's CPU per message (the
 sender's, in a one-way test; every thread of the process: distributed serializes
-messages above its offload threshold in a thread of its own). The server is a subprocess of the same interpreter
+messages above its offload threshold in a thread of its own). The server is a
+subprocess of the same interpreter
 (``probe.py server SPEC``), stopped by PID. The event loop is chosen through
 ``distributed.admin.event-loop``; no loop policy is installed.
 """

@@ -200,7 +200,8 @@ def load(path: str | Path) -> dict[str, Any]:
     return doc
 
 
-def _stacks(doc: dict[str, Any], profile: dict[str, Any]) -> list[tuple[list[dict[str, Any]], float]]:
+def _stacks(doc: dict[str, Any],
+            profile: dict[str, Any]) -> list[tuple[list[dict[str, Any]], float]]:
     frames = doc["shared"]["frames"]
     weights = profile.get("weights") or [1.0] * len(profile["samples"])
     return [([frames[i] for i in s], float(w)) for s, w in zip(profile["samples"], weights)]

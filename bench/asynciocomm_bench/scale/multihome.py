@@ -13,7 +13,8 @@ distributed's worker passes its scheduler-facing IP (``default_host``) to its
 listener only for ``tcp`` and ``tls``; ``patches/0002`` passes it to every
 IP-based backend. The cases: stock ``tcp``, ``tcp`` with the asynciocomm
 takeover in the worker, ``asyncio``, ``asyncio+tls`` and, when the
-distributed sdist can be had (``asynciocomm_bench.common.sdist``: ``$ASYNCIOCOMM_DISTRIBUTED_SDIST``,
+distributed sdist can be had (``asynciocomm_bench.common.sdist``:
+``$ASYNCIOCOMM_DISTRIBUTED_SDIST``,
 the cache, else PyPI, as ``tests/test_patches.py`` gets it), ``asyncio``
 and ``asyncio+tls`` with ``patches/0002`` applied to the worker's distributed.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import dask
+
 from asynciocomm_bench.ab import suite
 
 TCP = "distributed.comm.tcp"
@@ -12,7 +13,8 @@ TCP = "distributed.comm.tcp"
 
 def _rec(role: str, pid: int, ours: bool) -> dict[str, Any]:
     if ours:
-        return {"role": role, "pid": pid, "backends": {"tcp": "asynciocomm.backend.TakeoverBackend"},
+        return {"role": role, "pid": pid,
+                "backends": {"tcp": "asynciocomm.backend.TakeoverBackend"},
                 "listeners": ["asynciocomm.listener.AsyncioListener"],
                 "comms": ["asynciocomm.comm.AsyncioComm"]}
     return {"role": role, "pid": pid, "backends": {"tcp": f"{TCP}.TCPBackend"},

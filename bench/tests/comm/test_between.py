@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from asynciocomm_bench import cli
 from asynciocomm_bench.comm import between
 from asynciocomm_bench.common.options import BenchError

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from asynciocomm_bench import cli
 from asynciocomm_bench.comm.calls import count_bulk, count_calls
 
@@ -43,7 +44,8 @@ def test_tls_schemes_are_counted_over_tls() -> None:
     assert 0 < ours["py"] < stock["py"]
 
 
-def test_the_subcommand_writes_its_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_subcommand_writes_its_table(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
     rc = cli.main(["calls", "--schemes", "asyncio", "--loops", "asyncio", "-n", "50",
                    "--out", str(tmp_path)])
     assert rc == 0

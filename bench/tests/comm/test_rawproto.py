@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+
 from asynciocomm_bench.comm import drivers, rawproto
 from asynciocomm_bench.common.loops import run_on_loop
 

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+
 from asynciocomm_bench.comm import measure
 from asynciocomm_bench.common import placement
 

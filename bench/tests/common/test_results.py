@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from asynciocomm_bench import SCHEMA
 from asynciocomm_bench.common.options import BenchError
 from asynciocomm_bench.common.results import load, save, validate

@@ -7,6 +7,7 @@ import gc
 from typing import Any
 
 import pytest
+
 from asynciocomm_bench.gc import metrics, probe
 
 

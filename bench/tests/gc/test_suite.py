@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+
 from asynciocomm_bench.gc import report, suite
 
 
@@ -53,6 +54,7 @@ def test_a_small_cluster_with_and_without_the_draft(tmp_path: Path) -> None:
     """With the draft, the scheduler makes no cyclic garbage; without it, what it
     makes is BatchedSend's TimeoutError cycles, about one timeout per batch."""
     import distributed
+
     from asynciocomm_bench.common import sdist
 
     path, how = sdist.fetch(distributed.__version__)

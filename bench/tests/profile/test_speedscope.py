@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from asynciocomm_bench.profile import speedscope as ss
 
 SITE = "/venv/lib/python3.11/site-packages/"

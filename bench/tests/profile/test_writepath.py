@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from asynciocomm_bench.profile import writepath
 
 from asynciocomm.serialization import pickling
+from asynciocomm_bench.profile import writepath
 
 
 def test_the_table_has_every_row_and_restores_the_skip(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from asynciocomm_bench.scale import categories
 
 from ..profile.test_speedscope import SITE, STD, f

@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from asynciocomm_bench.common.options import is_tls
-from asynciocomm_bench.common.tlsfiles import make_tls_files
-from asynciocomm_bench.scale import counting
 from distributed.comm import connect, listen
 from distributed.comm.tcp import _add_frames_header
 from distributed.comm.utils import to_frames
+
+from asynciocomm_bench.common.options import is_tls
+from asynciocomm_bench.common.tlsfiles import make_tls_files
+from asynciocomm_bench.scale import counting
 
 #: The stock comms and ours, plain and over TLS.
 SCHEMES = ["tcp", "asyncio", "tls", "asyncio+tls"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from asynciocomm_bench.scale import graphs
 
 

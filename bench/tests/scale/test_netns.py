@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from asynciocomm_bench.scale import netns
 
 from .conftest import ours

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+
 from asynciocomm_bench import cli
 from asynciocomm_bench.common.results import load
 from asynciocomm_bench.scale import netns

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from asynciocomm_bench import cli
 from asynciocomm_bench.common.options import BenchError
 from asynciocomm_bench.upstream import command, compare, runs

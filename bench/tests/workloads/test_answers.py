@@ -4,6 +4,7 @@ that do not depend on the order of rows."""
 from __future__ import annotations
 
 import pandas as pd
+
 from asynciocomm_bench.workloads.answers import (
     array_answer,
     differences,
