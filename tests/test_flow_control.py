@@ -47,20 +47,16 @@ def _check_offloaded(msg: dict, i: int, size: int) -> None:
     assert data.nbytes == size and data[0] == i % 251 and data[-1] == i % 251
 
 
-async def _until_stalled(progress, task: asyncio.Future, polls: int = 5) -> None:
-    """Wait until ``progress()`` stops changing for ``polls`` consecutive polls (or
-    the task finishes); bounded by WAIT."""
-    last, same = progress(), 0
-    for _ in range(int(WAIT / 0.1)):
-        await asyncio.sleep(0.1)
-        if task.done():
+async def _until_a_writer_waits(comm, task: asyncio.Future) -> None:
+    """Wait for the event "a write of ``comm`` waits its turn" (its sender holds a
+    waiter: the buffers between the two ends are full), or for ``task`` to end;
+    bounded by WAIT."""
+    sender = comm._protocol._sender
+    for _ in range(int(WAIT / 0.01)):
+        if sender._waiters or task.done():
             return
-        now = progress()
-        same = same + 1 if now == last else 0
-        last = now
-        if same >= polls:
-            return
-    raise AssertionError("progress never stalled")
+        await asyncio.sleep(0.01)
+    raise AssertionError("no write ever waited")
 
 
 async def test_write_blocks_on_a_peer_that_does_not_read(variant, certs) -> None:
@@ -69,6 +65,7 @@ async def test_write_blocks_on_a_peer_that_does_not_read(variant, certs) -> None
     when the peer reads."""
     n = 64
     go = asyncio.Event()
+    all_received = asyncio.Event()
     received: list[dict] = []
     server_comm: asyncio.Future = asyncio.get_running_loop().create_future()
 
@@ -79,6 +76,7 @@ async def test_write_blocks_on_a_peer_that_does_not_read(variant, certs) -> None
         await go.wait()
         for _ in range(n):
             received.append(await comm.read())
+        all_received.set()
         await comm.close()
 
     # The reader's own read-pause bound stops it from buffering everything
@@ -98,16 +96,13 @@ async def test_write_blocks_on_a_peer_that_does_not_read(variant, certs) -> None
             task = asyncio.ensure_future(writer())
             try:
                 await asyncio.wait_for(server_comm, WAIT)
-                await _until_stalled(lambda: sent, task)
+                await _until_a_writer_waits(comm, task)
                 assert not task.done(), "64 MiB went into a peer that does not read"
                 assert sent < n
                 assert comm._protocol._sender._paused
                 go.set()
                 await asyncio.wait_for(task, WAIT)
-                for _ in range(int(WAIT / 0.05)):
-                    if len(received) == n:
-                        break
-                    await asyncio.sleep(0.05)
+                await asyncio.wait_for(all_received.wait(), WAIT)
                 assert len(received) == n
                 for i, msg in enumerate(received):
                     _check(msg, i)
@@ -157,7 +152,7 @@ async def test_read_pauses_when_unread_messages_exceed_the_bound(
                         break
                     await asyncio.sleep(0.02)
                 assert protocol._reading.held(FLOW)
-                await _until_stalled(lambda: decoder.queued_bytes, task)
+                await _until_a_writer_waits(comm, task)
                 assert not task.done(), "the sender was never held back"
                 assert protocol._reading.held(FLOW)
                 # It kept receiving up to the bound though nobody read.

@@ -137,8 +137,16 @@ def test_capacity_zero_turns_the_pool_off() -> None:
     assert pool.held_bytes == 0
 
 
-async def test_idle_blocks_are_freed_by_the_sweep_and_held_ones_are_not() -> None:
+async def test_idle_blocks_are_freed_by_the_sweep_and_held_ones_are_not(monkeypatch) -> None:
     pool = BufferPool(capacity=64 * MiB, min_size=MiB, idle=0.02)
+    swept = asyncio.Queue()  # one item per sweep that ran
+    real_sweep = pool._sweep
+
+    def counted_sweep() -> None:
+        real_sweep()
+        swept.put_nowait(None)
+
+    monkeypatch.setattr(pool, "_sweep", counted_sweep)
     held = pool.allocate(2 * MiB)
     dropped = pool.allocate(4 * MiB)
     del dropped
@@ -147,7 +155,10 @@ async def test_idle_blocks_are_freed_by_the_sweep_and_held_ones_are_not() -> Non
             break
         await asyncio.sleep(0.01)
     assert pool.held_bytes == 2 * MiB
-    await asyncio.sleep(0.1)  # several more sweeps: the held block stays
+    while not swept.empty():
+        swept.get_nowait()
+    for _ in range(3):  # three more sweeps, each past the idle time: the held block stays
+        await asyncio.wait_for(swept.get(), 5)
     assert pool.held_bytes == 2 * MiB and len(held) == 2 * MiB
     del held
     for _ in range(500):

@@ -208,10 +208,11 @@ async def check_write_then_read_in_one_task(variant: Variant, certs: Certs) -> N
     completes: the receiving side keeps receiving up to ``read-pause`` bytes
     whether or not its application is reading."""
     server_side: asyncio.Future[Comm] = asyncio.get_running_loop().create_future()
+    checked = asyncio.Event()  # the check is done with the server's comm
 
     async def handler(comm: Comm) -> None:
         server_side.set_result(comm)
-        await asyncio.sleep(WAIT * 2)  # the check drives this comm itself
+        await asyncio.wait_for(checked.wait(), WAIT * 2)  # the check drives this comm
 
     async with serve(variant, certs, handler) as listener:
         a = await connect_to(variant, certs, listener.contact_address)
@@ -225,6 +226,7 @@ async def check_write_then_read_in_one_task(variant: Variant, certs: Certs) -> N
         finally:
             await a.close()
             b.abort()
+            checked.set()
 
 
 async def check_peers_writing_to_each_other_do_not_deadlock(
@@ -233,10 +235,11 @@ async def check_peers_writing_to_each_other_do_not_deadlock(
     """Two peers that both write large messages before either reads
     both complete (below ``read-pause``)."""
     server_side: asyncio.Future[Comm] = asyncio.get_running_loop().create_future()
+    checked = asyncio.Event()  # the check is done with the server's comm
 
     async def handler(comm: Comm) -> None:
         server_side.set_result(comm)
-        await asyncio.sleep(WAIT * 2)
+        await asyncio.wait_for(checked.wait(), WAIT * 2)  # the check drives this comm
 
     async with serve(variant, certs, handler) as listener:
         a = await connect_to(variant, certs, listener.contact_address)
@@ -256,3 +259,4 @@ async def check_peers_writing_to_each_other_do_not_deadlock(
         finally:
             await a.close()
             b.abort()
+            checked.set()

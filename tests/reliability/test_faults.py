@@ -162,11 +162,16 @@ async def test_close_with_queued_writes_delivers_everything(variant, certs) -> N
     sec = security(variant, certs)
     n = 24
     received: asyncio.Queue = asyncio.Queue()
+    written = asyncio.Event()  # every message written: the peer may start reading
+    comms = 0
 
     async def handler(comm) -> None:
+        nonlocal comms
+        comms += 1
         got, problems = 0, []
         try:
-            await asyncio.sleep(0.3)  # let the writes queue up on the other side
+            if comms > 1:  # not the warm-up's comm: read once everything is written
+                await asyncio.wait_for(written.wait(), BOUND)
             while True:
                 msg = await comm.read()
                 if msg.get("op") == "ping":
@@ -191,6 +196,7 @@ async def test_close_with_queued_writes_delivers_everything(variant, certs) -> N
             rng = random.Random(3)
             for seq in range(n):
                 await asyncio.wait_for(comm.write(make_message(seq, 0, rng, 4 << 20)), BOUND)
+            written.set()  # the reader starts in a later loop iteration than this close()
             await asyncio.wait_for(comm.close(), BOUND)
             got, problems = await asyncio.wait_for(received.get(), BOUND)
             assert problems == []
