@@ -37,11 +37,11 @@ ROOT = Path(__file__).resolve().parent.parent
 #: they would double this test's share of CI's 25 minutes and depend on the
 #: release only through the same code paths.
 MODULES = [
-    "tests/test_compatibility.py",
-    "tests/test_serialization.py",
-    "tests/test_packing.py",
-    "tests/test_pickling.py",
-    "tests/test_arrays.py",
+    "tests/serialization/test_selfcheck.py",
+    "tests/serialization/test_fast.py",
+    "tests/serialization/test_packing.py",
+    "tests/serialization/test_pickling.py",
+    "tests/serialization/test_arrays.py",
     "tests/test_comm.py",
     "tests/test_listener.py",
     "tests/test_interop.py",

@@ -1,6 +1,6 @@
 """The comm-level suites again, with the compiled decoder and encoder switched off.
 
-``tests/test_decoder.py`` and ``tests/test_encoder.py`` already run every decoder
+``tests/wire/test_decoder.py`` and ``tests/wire/test_encoder.py`` already run every decoder
 and encoder test on both implementations; this runs the conformance and
 serialization suites in a subprocess with ``ASYNCIOCOMM_PURE_PYTHON=1``, so the
 pure-Python fallback is tested end to end by the same single test command. The
@@ -33,7 +33,7 @@ def test_comm_suites_pass_on_pure_python() -> None:
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
          "-k", "not (test_conformance and (stock or takeover))",
-         "tests/test_conformance.py", "tests/test_serialization.py"],
+         "tests/test_conformance.py", "tests/serialization/test_fast.py"],
         env=env, cwd=ROOT, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]

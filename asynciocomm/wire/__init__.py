@@ -5,6 +5,6 @@ back; no sockets, no event loop.
 (the write side), ``buffers`` (where received frames go), ``limits`` and
 ``errors`` import only the standard library (and numpy, when it is there, for
 uninitialized buffers); ``speedups`` picks their Cython-compiled twins. Nothing
-here imports dask, distributed, yaml or asyncio (``tests/test_wire_imports.py``),
+here imports dask, distributed, yaml or asyncio (``tests/wire/test_imports.py``),
 so the codec can be driven and tested on its own, as h11's is.
 """

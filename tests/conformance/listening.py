@@ -236,7 +236,7 @@ async def check_port_rebinds_while_closed_connections_linger(
     closed connections are in TIME_WAIT (SO_REUSEADDR), and never while another
     listener holds it."""
     if os.name == "nt":
-        pytest.skip("POSIX behaviour; Windows is tests/test_sockopts.py")
+        pytest.skip("POSIX behaviour; Windows is tests/sockets/test_sockopts.py")
 
     async def bye(comm: Any) -> None:
         await comm.write("bye")

@@ -45,7 +45,7 @@ from asynciocomm.serialization.fast import MessageCodec
 from asynciocomm.serialization.stock import StockCodec
 from tests.helpers_net import WAIT, RawPeer, handshake_msg, parse_frames
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 #: The fast paths a case reports, by the name helpers_hidden gives them.
 ALL_ON = {"by_value": True, "pickle_steps": True, "meters": True, "sizing": True,

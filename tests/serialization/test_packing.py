@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from asynciocomm.serialization.continuation import Continuation
 from asynciocomm.serialization.fast import MessageCodec
 from tests.helpers_pickles import Counted, Pickles, main_class
-from tests.test_serialization import _Comm, _frame_bytes
+from tests.serialization.test_fast import _Comm, _frame_bytes
 
 #: Parts of a message, each made afresh: (the class of a script, a number).
 PARTS: dict[str, Callable[[type, int], Any]] = {

@@ -1,0 +1,1 @@
+"""Tests of asynciocomm.serialization, the fast path with distributed's bytes."""

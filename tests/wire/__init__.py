@@ -1,0 +1,1 @@
+"""Tests of asynciocomm.wire, the sans-I/O frame codec."""
