@@ -13,6 +13,7 @@ from distributed.comm.addressing import parse_host_port, unparse_host_port
 from distributed.comm.registry import Backend
 from distributed.utils import ensure_ip
 
+from asynciocomm import framing
 from asynciocomm.connector import AsyncioConnector
 from asynciocomm.listener import AsyncioListener
 
@@ -79,7 +80,17 @@ class AsyncioTLSBackend(_IPBackend):
 
 class TakeoverBackend(_IPBackend):
     """This transport serving ``tcp://`` or ``tls://`` (wire-compatible with the
-    stock comm)."""
+    stock comm: checked once per process, at its first comm, by
+    :func:`asynciocomm.framing.checked`)."""
+
+    def get_connector(self) -> AsyncioConnector:
+        framing.checked()
+        return super().get_connector()
+
+    def get_listener(self, loc: str, handle_comm: Any, deserialize: bool,
+                     **connection_args: Any) -> AsyncioListener:
+        framing.checked()
+        return super().get_listener(loc, handle_comm, deserialize, **connection_args)
 
 
 def takeover_backend(encrypted: bool) -> Backend:

@@ -106,6 +106,7 @@ def main(spec: list[str]) -> dict[str, Any]:
         sys.modules.update(saved)
     package_spec.loader.exec_module(package)
 
+    from asynciocomm import framing
     from asynciocomm.serialization import arrays, metering, pickling, selfcheck, sizing
     from asynciocomm.serialization import choice as codecs
     from asynciocomm.serialization.fast import MessageCodec
@@ -124,7 +125,7 @@ def main(spec: list[str]) -> dict[str, Any]:
         },
         "warnings": records,
         "release": selfcheck.release(),
-        "differences": list(selfcheck.differences(MessageCodec)),
+        "differences": [selfcheck.differences(MessageCodec), framing.difference()],
         "round_trip": asyncio.run(_round_trip()),
     }
 

@@ -22,31 +22,30 @@ from asynciocomm.log import get_logger
 from asynciocomm.serialization import internals
 from asynciocomm.serialization.stock import StockCodec
 
-__all__ = ["FAST", "FRAMING", "OFF_BECAUSE", "decide", "decided", "new_codec",
+__all__ = ["FAST", "OFF_BECAUSE", "decide", "decided", "new_codec",
            "report"]
 
 logger = get_logger(__name__)
 
 
-def decide() -> tuple[type, str | None, str | None]:
-    """The codec class to use, why the fast one is off (None when it is on), and
-    how the framing differs from the stock writer's (None when it does not).
+def decide() -> tuple[type, str | None]:
+    """The codec class to use, and why the fast one is off (None when it is on).
     Runs the self-check; changes nothing."""
     needed = sorted(name for name, paths in internals.MISSING.items()
                     if internals.CODEC in paths)
     if needed:
-        return StockCodec, f"{', '.join(needed)} missing or changed", None
+        return StockCodec, f"{', '.join(needed)} missing or changed"
     try:
         from asynciocomm.serialization import selfcheck
         from asynciocomm.serialization.fast import MessageCodec
 
-        codec, framing = selfcheck.differences(MessageCodec)
+        codec = selfcheck.differences(MessageCodec)
     except Exception as e:  # a release the fast path cannot even load on
-        return StockCodec, f"{type(e).__name__}: {e}", None
-    return (StockCodec if codec is not None else MessageCodec), codec, framing
+        return StockCodec, f"{type(e).__name__}: {e}"
+    return (StockCodec if codec is not None else MessageCodec), codec
 
 
-def report(off_because: str | None, framing: str | None) -> None:
+def report(off_because: str | None) -> None:
     """Log what is off, and why, as one WARNING (nothing when all is on)."""
     parts = []
     if off_because is not None:
@@ -58,33 +57,28 @@ def report(off_because: str | None, framing: str | None) -> None:
                 names.setdefault(path, []).append(name)
     parts += [f"{path} is off: {', '.join(found)} missing or changed"
               for path, found in names.items()]
-    if framing is not None:
-        parts.append(f"the wire framing differs ({framing}): the takeover of tcp:// and "
-                     "tls:// cannot talk to the stock comm; asyncio:// peers are unaffected")
     if parts:
         from asynciocomm.serialization import selfcheck
 
         selfcheck.report("; ".join(parts))
 
 
-#: The codec class every comm gets, why the fast one is off (None: it is on),
-#: and how the framing differs from the stock writer's (None: it does not);
-#: FAST is None until :func:`decided` has run.
+#: The codec class every comm gets, and why the fast one is off (None: it is
+#: on); FAST is None until :func:`decided` has run.
 FAST: type | None = None
 OFF_BECAUSE: str | None = None
-FRAMING: str | None = None
 _deciding = threading.Lock()
 
 
-def decided() -> tuple[type, str | None, str | None]:
-    """``(FAST, OFF_BECAUSE, FRAMING)``, deciding and reporting them the first time."""
-    global FAST, OFF_BECAUSE, FRAMING
+def decided() -> tuple[type, str | None]:
+    """``(FAST, OFF_BECAUSE)``, deciding and reporting them the first time."""
+    global FAST, OFF_BECAUSE
     with _deciding:
         if FAST is None:
-            fast, OFF_BECAUSE, FRAMING = decide()
-            report(OFF_BECAUSE, FRAMING)
+            fast, OFF_BECAUSE = decide()
+            report(OFF_BECAUSE)
             FAST = fast
-    return FAST, OFF_BECAUSE, FRAMING
+    return FAST, OFF_BECAUSE
 
 
 def new_codec() -> Any:

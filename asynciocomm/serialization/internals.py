@@ -33,8 +33,8 @@ ARRAY_READ = ("NumPy arrays deserialized without the generic steps "
 METERS = "meters skipped while no callback listens (asynciocomm.serialization.metering)"
 SIZING = "offload sizing without dask.sizeof's dispatch per node (asynciocomm.serialization.sizing)"
 #: Not a fast path: the transport always frames as the stock comm does.
-FRAMING_CHECK = ("the self-check of the wire framing against the stock writer "
-                 "(asynciocomm.serialization.selfcheck)")
+FRAMING_CHECK = ("the check of the wire framing against the stock writer "
+                 "(asynciocomm.framing)")
 
 #: Each private name not found, or not of the shape read: the fast paths it turns off.
 MISSING: dict[str, list[str]] = {}
@@ -142,7 +142,7 @@ SIZEOF_COLLECTION: Callable[..., Any] | None = _find(
     "dask.sizeof:sizeof_python_collection", SIZING, callable)
 
 
-# --- asynciocomm.serialization.selfcheck -----------------------------------------------------
+# --- asynciocomm.framing ---------------------------------------------------------------------
 FRAMES_HEADER: Callable[[list[Any]], Any] | None = _find(
     "distributed.comm.tcp:_add_frames_header", FRAMING_CHECK, callable)
 

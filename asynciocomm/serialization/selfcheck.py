@@ -12,8 +12,9 @@ the second pass for an object msgpack cannot take, ``Serialize`` and
 reads distributed's frames with the
 fast codec and with distributed's ``loads``; and it sizes each message as
 ``to_frames`` does. The first difference is returned; :mod:`asynciocomm.serialization.choice`
-then gives every comm distributed's own path. The same pass compares the
-encoder's framing of distributed's frames with the stock comm's writer.
+then gives every comm distributed's own path. (The wire framing is checked
+against the stock writer's by :mod:`asynciocomm.framing`, where the takeover
+needs it.)
 :func:`array_difference` checks the NumPy fast paths the same way, on a message
 of NumPy arrays, when they are armed (at the first array), so that a process
 that never sends arrays never imports distributed's ``protocol.numpy`` for it.
@@ -123,6 +124,15 @@ def canonical_messages(numpy: ModuleType | None = None) -> Messages:
     return messages
 
 
+def distributed_frames() -> Iterator[tuple[str, list[Any]]]:
+    """Each canonical message's name and distributed's own frames of it, made with
+    the context and shard size of the check's comm."""
+    comm = _Comm()
+    for name, make in canonical_messages():
+        yield name, list(distributed.protocol.dumps(
+            make(), context=comm.context(), frame_split_size=comm.max_shard_size))
+
+
 def _same(a: Any, b: Any) -> bool:
     """Whether two decoded objects are alike, as far as the check needs."""
     if type(a) is not type(b):
@@ -146,46 +156,32 @@ def _as_bytes(frames: Any) -> list[bytes]:
     return [bytes(f) for f in ([frames] if isinstance(frames, bytes) else frames)]
 
 
-def _wire(buffers: Any) -> bytes:
-    return b"".join(bytes(memoryview(b).cast("B")) for b in buffers)
-
-
-def _message_difference(
-    codec_class: type, name: str, make: Callable[[], Any], comm: _Comm
-) -> tuple[str | None, str | None]:
-    """How the fast codec, and the framing, differ from distributed on one
-    message (None where they do not)."""
+def _message_difference(codec_class: type, name: str, make: Callable[[], Any],
+                        comm: _Comm) -> str | None:
+    """How the fast codec differs from distributed on one message (None: it does not)."""
     stock = distributed.protocol.dumps(make(), context=comm.context(),
                                        frame_split_size=comm.max_shard_size)
-    framing = None
-    if internals.FRAMES_HEADER is not None:
-        from asynciocomm.wire.speedups import encode_frames
-
-        ours, _ = encode_frames(list(stock), 16 * 1024)
-        theirs, _, _ = internals.FRAMES_HEADER(list(stock))
-        if _wire(ours) != _wire(theirs):
-            framing = f"{name}: the framing differs from distributed's tcp writer"
     stock_bytes = _as_bytes(stock)
     fast = codec_class().dumps(make(), comm)
     if not isinstance(fast, Continuation):
         fast_bytes = _as_bytes(fast)
         if len(fast_bytes) != len(stock_bytes):
             return (f"{name}: {len(fast_bytes)} frames, distributed's dumps "
-                    f"{len(stock_bytes)}"), framing
+                    f"{len(stock_bytes)}")
         for i, (ours_frame, theirs_frame) in enumerate(zip(fast_bytes, stock_bytes)):
             if ours_frame != theirs_frame:
-                return f"{name}: frame {i} differs from distributed's dumps", framing
+                return f"{name}: frame {i} differs from distributed's dumps"
     views = [memoryview(bytearray(f)) for f in stock_bytes]
     expected = distributed.protocol.loads(views, deserialize=True)
     got = codec_class.loads(views, sum(v.nbytes for v in views), True, None)
     if not isinstance(got, Continuation) and not _same(got, expected):
-        return f"{name}: distributed's frames read differently from its loads", framing
+        return f"{name}: distributed's frames read differently from its loads"
     from asynciocomm.serialization.sizing import message_size
 
     msg = make()
     if message_size(msg) != safe_sizeof(msg, default_size=-1):
-        return f"{name}: sized differently from to_frames' safe_sizeof", framing
-    return None, framing
+        return f"{name}: sized differently from to_frames' safe_sizeof"
+    return None
 
 
 class _Quiet(logging.Filter):
@@ -211,10 +207,9 @@ def _quiet(name: str) -> Iterator[None]:
         log.removeFilter(quiet)
 
 
-def _differences(codec_class: type, messages: Messages) -> tuple[str | None, str | None]:
-    """The first difference of the fast codec and the first of the framing."""
+def _differences(codec_class: type, messages: Messages) -> str | None:
+    """The first difference of the fast codec."""
     comm = _Comm()
-    codec = framing = None
     # Metric callbacks of the caller's context would make the fast path step
     # aside (asynciocomm.serialization.metering): the check is of the fast path itself.
     clear = getattr(context_meter, "clear_callbacks", None)
@@ -224,20 +219,15 @@ def _differences(codec_class: type, messages: Messages) -> tuple[str | None, str
             try:
                 found = _message_difference(codec_class, name, make, comm)
             except Exception as e:
-                found = (f"{name}: {type(e).__name__}: {e}", None)
-            codec = codec or found[0]
-            framing = framing or found[1]
-            if codec is not None and framing is not None:
-                break
-    return codec, framing
+                found = f"{name}: {type(e).__name__}: {e}"
+            if found is not None:
+                return found
+    return None
 
 
-def differences(codec_class: type) -> tuple[str | None, str | None]:
+def differences(codec_class: type) -> str | None:
     """How ``codec_class`` (the fast codec) differs from distributed's ``dumps``
-    and ``loads`` on the canonical messages, and how the encoder's framing of
-    distributed's frames differs from the stock comm's writer (``None``, None)
-    where they agree). The framing is not checked where distributed has no
-    ``_add_frames_header`` to compare with."""
+    and ``loads`` on the canonical messages (None where they agree)."""
     # No array here: arming the NumPy fast paths imports distributed's
     # protocol.numpy (numpy.ma with it, 50 ms); they are checked when armed.
     return _differences(codec_class, canonical_messages())
@@ -245,7 +235,7 @@ def differences(codec_class: type) -> tuple[str | None, str | None]:
 
 def array_difference(codec_class: type, numpy: ModuleType) -> str | None:
     """The first difference of the fast codec on the canonical NumPy message."""
-    return _differences(codec_class, canonical_messages(numpy)[-1:])[0]
+    return _differences(codec_class, canonical_messages(numpy)[-1:])
 
 
 def release() -> str:

@@ -30,6 +30,8 @@ import numpy as np
 import pytest
 from distributed.comm import listen
 
+from asynciocomm import framing
+from asynciocomm.backend import takeover_backend
 from asynciocomm.serialization import (
     arrays,
     internals,
@@ -66,13 +68,13 @@ def _fast_paths_here() -> dict[str, bool]:
 
 def test_every_private_name_is_found_and_every_fast_path_is_on() -> None:
     assert internals.MISSING == {}
-    assert codecs.decided() == (MessageCodec, None, None)
+    assert codecs.decided() == (MessageCodec, None)
     assert type(codecs.new_codec()) is MessageCodec
     assert _fast_paths_here() == ALL_ON
 
 
 def test_the_self_check_passes_on_this_release() -> None:
-    assert selfcheck.differences(MessageCodec) == (None, None)
+    assert selfcheck.differences(MessageCodec) is None
     assert selfcheck.array_difference(MessageCodec, np) is None
 
 
@@ -108,7 +110,7 @@ def test_the_self_check_goes_through_each_fast_path(monkeypatch) -> None:
     spy(recovery, "second_pass")  # an object msgpack cannot take
     spy(sizing, "_size")  # the offload sizing's own walk
     monkeypatch.setattr(arrays, "_read_cache", {})
-    assert selfcheck.differences(MessageCodec) == (None, None)
+    assert selfcheck.differences(MessageCodec) is None
     assert set(taken) == {"by_value", "_DaskPickler", "_unpackb", "loads", "second_pass",
                           "_size"}
     taken.clear()
@@ -136,12 +138,11 @@ def _reversed_head(dumps: Any) -> Any:
 def test_a_dumps_that_writes_other_bytes_is_caught(monkeypatch, caplog) -> None:
     monkeypatch.setattr(distributed.protocol, "dumps",
                         _reversed_head(distributed.protocol.dumps))
-    codec, why, framing = codecs.decide()
+    codec, why = codecs.decide()
     assert codec is StockCodec and why == "ping: frame 0 differs from distributed's dumps"
-    assert framing is None
     caplog.clear()
     with caplog.at_level(logging.WARNING, "distributed.comm.asyncio"):
-        codecs.report(why, framing)
+        codecs.report(why)
     [record] = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert record.name == "distributed.comm.asyncio.selfcheck"
     assert f"distributed {distributed.__version__}" in record.getMessage()
@@ -156,7 +157,7 @@ def test_a_loads_that_reads_other_objects_is_caught(monkeypatch) -> None:
         return {**msg, "new": True} if isinstance(msg, dict) else msg
 
     monkeypatch.setattr(distributed.protocol, "loads", changed)
-    assert selfcheck.differences(MessageCodec)[0] == (
+    assert selfcheck.differences(MessageCodec) == (
         "ping: distributed's frames read differently from its loads")
 
 
@@ -169,7 +170,7 @@ def test_a_pickle_of_another_protocol_is_caught(monkeypatch) -> None:
         return dumps(x, buffer_callback=buffer_callback, protocol=4)
 
     monkeypatch.setattr(distributed_pickle, "dumps", changed)
-    assert selfcheck.differences(MessageCodec)[0] == (
+    assert selfcheck.differences(MessageCodec) == (
         "compute-task: frame 1 differs from distributed's dumps")
 
 
@@ -205,8 +206,26 @@ def test_another_framing_is_caught(monkeypatch) -> None:
         return [b"\0" * 8, *out], lengths, total + 8
 
     monkeypatch.setattr(internals, "FRAMES_HEADER", changed)
-    assert selfcheck.differences(MessageCodec) == (
-        None, "ping: the framing differs from distributed's tcp writer")
+    assert selfcheck.differences(MessageCodec) is None  # the codec is not the framing
+    assert framing.difference() == "ping: the framing differs from distributed's tcp writer"
+
+
+def test_the_takeover_checks_the_framing_once_and_warns(monkeypatch, caplog) -> None:
+    add_header = internals.FRAMES_HEADER
+
+    def changed(frames: list[Any]) -> Any:
+        out, lengths, total = add_header(frames)
+        return [b"\0" * 8, *out], lengths, total + 8
+
+    monkeypatch.setattr(internals, "FRAMES_HEADER", changed)
+    monkeypatch.setattr(framing, "_done", False)
+    backend = takeover_backend(False)
+    with caplog.at_level(logging.WARNING, "distributed.comm.asyncio"):
+        backend.get_connector()
+        backend.get_connector()
+    [record] = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert "the wire framing differs (ping: the framing differs" in record.getMessage()
+    assert f"distributed {distributed.__version__}" in record.getMessage()
 
 
 async def test_a_comm_on_a_changed_release_writes_that_releases_bytes(monkeypatch) -> None:
