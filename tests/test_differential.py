@@ -13,10 +13,12 @@ traces.
 from __future__ import annotations
 
 import pytest
+from distributed.comm.core import CommClosedError
 from hypothesis import HealthCheck, example, given, settings
 
+from asynciocomm.protocol import FramedProtocol
 from tests.certs import Certs
-from tests.differential.check import PAIRS, check
+from tests.differential.check import BY_NAME, PAIRS, check, run_variant
 from tests.differential.known import KNOWN, OPEN_BUGS
 from tests.differential.ops import Close, Read, Sequence, Write
 from tests.differential.strategies import sequences
@@ -69,3 +71,35 @@ async def test_known_divergences(seq: Sequence, name: str, pair: str, certs: Cer
     """Each known divergence's minimal sequence, checked strictly for it (the
     other open ones stay masked, so each case shows one bug only)."""
     await check(PAIRS[pair][:2], seq, certs, OPEN_BUGS - {name}, KNOWN_WAIT)
+
+
+#: Two writes, a read, A closed, the rest drained: B's last read ends in the
+#: error raised by ``FramedProtocol.read_nowait``.
+TRIVIAL = Sequence("plain", (Write("A"), Write("A"), Read("B"), Close("A")))
+
+
+async def test_the_cycle_check_passes_a_trivial_sequence() -> None:
+    """The harness itself leaves nothing of asynciocomm in reference cycles
+    (it keeps no exception, nor a task holding one: see ``_Run.bounded``)."""
+    trace = await run_variant(BY_NAME["asyncio"], TRIVIAL, None, OPEN_BUGS)
+    assert "CommClosedError" in trace.received["B"], trace.lines()
+    assert trace.cycles == [], trace.lines()
+
+
+async def test_the_cycle_check_finds_an_exception_kept_by_the_frame_that_raised_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check can fail: a ``read_nowait`` that keeps its exception in a local
+    of the frame that raises it (exception -> traceback -> frame -> exception,
+    the frame holding the protocol) is reported."""
+    original = FramedProtocol.read_nowait
+
+    def read_nowait(self: FramedProtocol) -> object:
+        try:
+            return original(self)
+        except CommClosedError as exc:
+            kept = exc  # noqa: F841 (the deliberate cycle)
+            raise
+
+    monkeypatch.setattr(FramedProtocol, "read_nowait", read_nowait)
+    trace = await run_variant(BY_NAME["asyncio"], TRIVIAL, None, OPEN_BUGS)
+    assert "FramedProtocol" in trace.cycles, trace.lines()

@@ -142,10 +142,19 @@ class _Run:
         self.wait = wait
 
     async def bounded(self, aw: Any, what: str) -> tuple[str, Any]:
-        """(``"ok"``, result) or (category, exc) or (``"hang"``, None).
+        """(``"ok"``, result) or (category, None) or (``"hang"``, None).
 
         ``aw`` runs inline in the calling task (no loop turn before or after it,
         as when distributed's code writes and then aborts), under a timeout.
+
+        A failure is kept as text only (in ``details``), never as the exception:
+        its traceback holds this frame, whose ``f_back`` is the caller's frame
+        (CPython 3.12+ keeps ``f_back`` of a finished coroutine frame that a
+        traceback still references), so a caller holding the exception in a
+        local, or a task holding it, would be a reference cycle of the harness's
+        own, which the cycle check (cyclic_garbage) would blame on the comm.
+        Callers drop the tasks they pass here once this returns, for the same
+        reason.
         """
         try:
             if hasattr(asyncio, "timeout"):  # 3.11+
@@ -157,7 +166,7 @@ class _Run:
             return HANG, None
         except BaseException as exc:  # noqa: BLE001 (the outcome is recorded)
             self.trace.details.append(f"{what}: {type(exc).__name__}: {exc}")
-            return category(exc), exc
+            return category(exc), None
         finally:
             # A task that failed holds its exception, whose traceback holds this
             # frame: dropping the task here keeps the harness from making a
@@ -209,6 +218,7 @@ async def _open_pair(seq: Sequence, scheme: str, listen_args: dict[str, Any],
                 await _until_handshaking(listener, dialing, run)
                 listener.stop()
         status, a = await run.bounded(dialing, "connect")
+        dialing = None  # a failed task holds its exception (see _Run.bounded)
         run.trace.connect = status
         comms["A"] = a if status == "ok" else None
         status, b = await run.bounded(asyncio.shield(handed), "handler")
@@ -255,18 +265,21 @@ async def _step(op: Op, comm: Comm, seqno: int, run: _Run,
         await asyncio.sleep(CANCEL_AFTER)
         task.cancel()
         status, value = await run.bounded(task, what)
+        task = None  # it holds its exception (see _Run.bounded)
         return normalize(value) if status == "ok" else status
     if isinstance(op, DoubleRead):
         first = asyncio.ensure_future(comm.read())
         await asyncio.sleep(CANCEL_AFTER)
         second = await run.read(comm, what + " second")
         status, value = await run.bounded(first, what + " first")
+        first = None  # it holds its exception (see _Run.bounded)
         return f"{normalize(value) if status == 'ok' else status} | {second}"
     if isinstance(op, CancelWrite):
         task = asyncio.ensure_future(comm.write(make_message(op.kind, op.size, seqno)))
         await asyncio.sleep(0)  # the write has begun
         task.cancel()
         status, _ = await run.bounded(task, what)
+        task = None  # it holds its exception (see _Run.bounded)
         return status
     if isinstance(op, (Writers, WritesThenClose)):
         return await _writers(op, comm, seqno, run, closes)
@@ -308,6 +321,7 @@ async def _writers(op: Writers | WritesThenClose, comm: Comm, seqno: int, run: _
         closes.append((op_text(op) + " close", asyncio.ensure_future(comm.close())))
     results = [(await run.bounded(t, f"{op_text(op)} writer {i}"))[0]
                for i, t in enumerate(tasks)]
+    tasks.clear()  # they hold their exceptions (see _Run.bounded)
     return f"{' '.join(results)} order {called}"
 
 
@@ -360,6 +374,7 @@ async def _drain(comms: dict[str, Comm | None], model: Model, run: _Run,
     for what, task in closes:
         status, _ = await run.bounded(task, what)
         run.trace.ending.append(f"{what} {status}")
+    task = None  # it holds its exception (see _Run.bounded)
 
 
 def cyclic_garbage() -> list[str]:
@@ -433,4 +448,5 @@ async def _run_sequence(seq: Sequence, scheme: str, listen_args: dict[str, Any] 
         for _, task in closes:
             if not task.done():
                 task.cancel()
+        closes.clear()  # the close tasks hold their exceptions (see _Run.bounded)
     return run.trace
