@@ -74,7 +74,9 @@ _TASK_AND_FUNCTION_MROS = frozenset(Task.__mro__ + FunctionType.__mro__)
 _TOPLEVELS = frozenset(c.__module__.partition(".")[0] for c in _TASK_AND_FUNCTION_MROS)
 #: A task's pickling as dask defines it (object's reduction, with its slots,
 #: ``func`` among them, as state) and _DaskPickler's hook, as imported.
-_MACHINERY = (Task.__reduce_ex__, Task.__reduce__, Task.__getstate__,
+#: ``__getstate__`` by getattr: object has none before CPython 3.11, nor has
+#: dask's Task before dask 2025.3.0, so there it is None.
+_MACHINERY = (Task.__reduce_ex__, Task.__reduce__, getattr(Task, "__getstate__", None),
               getattr(_DaskPickler, "reducer_override", None))
 _IMPORT = builtins.__import__
 _SKIPPABLE = (
@@ -111,7 +113,7 @@ def by_value(x: Any) -> bool:
     func = x.func
     if type(func) is not FunctionType or Task in copyreg.dispatch_table:
         return False
-    if (Task.__reduce_ex__, Task.__reduce__, Task.__getstate__,
+    if (Task.__reduce_ex__, Task.__reduce__, getattr(Task, "__getstate__", None),
             _DaskPickler.reducer_override) != _MACHINERY:
         return False
     if not (_serialize_lookup.keys().isdisjoint(_TASK_AND_FUNCTION_MROS)

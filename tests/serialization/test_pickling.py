@@ -214,7 +214,8 @@ def test_which_tasks_skip_to_cloudpickle(fn: int, expected: bool) -> None:
 #: With object's own slot state (dask 2024.12) ``func`` comes first, so
 #: distributed's failing attempts stop before the arguments, and the shortcut,
 #: still taken, saves only those attempts.
-ARGS_FIRST = Task.__getstate__ is not object.__getstate__
+ARGS_FIRST = (getattr(Task, "__getstate__", None)  # object has none before CPython 3.11
+              is not getattr(object, "__getstate__", None))
 
 
 def test_a_local_function_is_pickled_by_cloudpickle_alone() -> None:
