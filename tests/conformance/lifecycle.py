@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import numpy as np
@@ -39,11 +39,20 @@ async def running_server(
         await server.close()
 
 
+async def _until(done: Callable[[], bool]) -> None:
+    """Poll until ``done()``; TimeoutError after ``WAIT`` seconds (a loop
+    deadline, as asyncio.timeout, which CPython 3.10 does not have)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + WAIT
+    while not done():
+        if loop.time() >= deadline:
+            raise TimeoutError(f"not done within {WAIT} s")
+        await asyncio.sleep(0.01)
+
+
 async def _until_handled(server: Server) -> None:
     """Wait (bounded) until the server has stopped handling every comm."""
-    async with asyncio.timeout(WAIT):
-        while server._comms:
-            await asyncio.sleep(0.01)
+    await _until(lambda: not server._comms)
 
 
 async def check_server_handles_requests_pipelined_before_close(
@@ -67,9 +76,7 @@ async def check_server_handles_requests_pipelined_before_close(
             await comm.write({"op": "record", "i": i, "reply": False})
         await comm.close()
         client_closed.set()
-        async with asyncio.timeout(WAIT):
-            while len(seen) < 5 and (server._comms or not seen):
-                await asyncio.sleep(0.01)
+        await _until(lambda: not (len(seen) < 5 and (server._comms or not seen)))
         await _until_handled(server)
     assert seen == [0, 1, 2, 3, 4]
 
