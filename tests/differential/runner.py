@@ -160,7 +160,7 @@ class _Run:
             if hasattr(asyncio, "timeout"):  # 3.11+
                 async with asyncio.timeout(self.wait):
                     return "ok", await aw
-            return "ok", await asyncio.wait_for(aw, self.wait)  # 3.10: one loop turn more
+            return "ok", await self._within(aw)  # 3.10: one loop turn more
         except (TimeoutError, asyncio.TimeoutError):
             self.trace.details.append(f"{what}: no result within {self.wait} s")
             return HANG, None
@@ -172,6 +172,23 @@ class _Run:
             # frame: dropping the task here keeps the harness from making a
             # reference cycle of its own through the comm under test.
             aw = None
+
+    async def _within(self, aw: Any) -> Any:
+        """``await asyncio.wait_for(aw, self.wait)`` for CPython 3.10, without its
+        cycle: 3.10's wait_for raises the task's exception from a frame holding
+        the task (task -> exception -> traceback -> wait_for's frame -> task)."""
+        task = asyncio.ensure_future(aw)
+        aw = None
+        try:
+            await asyncio.wait((task,), timeout=self.wait)
+            if not task.done():
+                task.cancel()  # as wait_for: the task is over when this returns
+                await asyncio.wait((task,))
+                if task.cancelled():
+                    raise asyncio.TimeoutError
+            return task.result()
+        finally:
+            task = None
 
     async def read(self, comm: Comm, what: str) -> str:
         return (await self.read_seq(comm, what))[0]
