@@ -97,8 +97,15 @@ def _size(obj: object, depth: int) -> Any:
 
 
 def _total(items: list[Any] | tuple[Any, ...], depth: int) -> Any:
-    """``sum(map(sizeof, items))``: from 0, left to right."""
+    """``sum(map(sizeof, items))``: from 0, left to right, each size once.
+    Ints are added here (exact, as ``sum``); from the first other size on, the
+    builtin ``sum`` adds, as in dask, since from CPython 3.12 it adds floats
+    with compensated (Neumaier) summation, which a ``+=`` loop does not."""
     total: Any = 0
-    for item in items:
-        total += _size(item, depth)
+    rest = iter(items)
+    for item in rest:
+        size = _size(item, depth)
+        if type(size) is not int:
+            return sum([total, size, *[_size(x, depth) for x in rest]])
+        total += size
     return total
