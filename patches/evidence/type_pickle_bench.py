@@ -10,14 +10,21 @@ It prints, best of 7 timing loops:
 - ``serialize_and_split`` of ``Serialize(64 KiB array)``;
 - ``to_frames`` of ``{"op": "s", "p": to_serialize(64 KiB uint8)}``, the message
   of asynciocomm-bench's 64 KiB bulk test (compression off).
+
+With ``--registered``, a module made for the run (not numpy's) is registered
+with ``cloudpickle.register_pickle_by_value`` first, as a user shipping local
+code to workers does: the first draft of 0008 turned its cache off then.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
+import types
 import timeit
 
+import cloudpickle
 import distributed
 import numpy as np
 from distributed.comm.utils import to_frames
@@ -36,6 +43,11 @@ def per_call_us(fn, number: int = 50_000) -> float:
 
 def main() -> None:
     print(f"distributed from {distributed.__file__}")
+    if "--registered" in sys.argv[1:]:
+        local = types.ModuleType("type_pickle_bench_local_code")
+        sys.modules[local.__name__] = local
+        cloudpickle.register_pickle_by_value(local)
+    print(f"registered by value: {sorted(cloudpickle.list_registry_pickle_by_value())}")
     big = np.random.default_rng(1).integers(0, 255, 65536, dtype=np.uint8)
     small = np.arange(10, dtype="f8")
     ctx = {"sender": {}, "recipient": {}, "compression": None}
