@@ -526,3 +526,45 @@ def test_included_upstream_tests_pass(patched_tree):
     )
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     assert re.search(r"\d+ passed", proc.stdout)
+
+
+LEFTOVER_REGISTRATION = '''
+import sys
+import types
+
+import cloudpickle
+
+
+def test_leave_a_module_registered_by_value():
+    """As distributed's test_pickle.py::test_pickle_by_value_when_registered does"""
+    module = types.ModuleType("leftover_registered_by_value")
+    sys.modules[module.__name__] = module
+    cloudpickle.register_pickle_by_value(module)  # never unregistered
+    assert module.__name__ in cloudpickle.list_registry_pickle_by_value()
+'''
+
+
+def test_included_upstream_tests_pass_after_a_leftover_registration(patched_tree, tmp_path):
+    """The tests the patches add do not depend on what ran before them in the
+    process: here a test that leaves a module registered for pickling by value
+    runs first (0008's first draft failed 3 of its tests after one)."""
+    test_files = sorted(
+        str(p) for p in patched_tree.glob("distributed/**/tests/test_*.py")
+    )
+    first = tmp_path / "test_0000_leftover_registration.py"
+    first.write_text(LEFTOVER_REGISTRATION)
+    env = dict(os.environ, PYTHONPATH=str(patched_tree))
+    env.pop("DASK_DISTRIBUTED__COMM__TCP__BACKEND", None)
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "pytest", "-q", "--noconftest",
+            "-p", "no:cacheprovider", "-p", "no:randomly", "--color=no", "-rA",
+            "-c", str(patched_tree / "pyproject.toml"),
+            "--rootdir", str(patched_tree),
+            str(first), *test_files,
+        ],
+        cwd=patched_tree, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    assert re.search(r"^PASSED \S*::test_leave_a_module_registered_by_value$", proc.stdout, re.M)
+    assert re.search(r"\d+ passed", proc.stdout)
