@@ -14,6 +14,10 @@ prints them so a different snapshot shows at once.
     python patches/evidence/distributed_suite.py DIR            # build and run, patched
     python patches/evidence/distributed_suite.py DIR --pristine # the same, no patches
     python patches/evidence/distributed_suite.py DIR --build-only
+    python patches/evidence/distributed_suite.py --compare PATCHED_DIR PRISTINE_DIR
+
+(the last lists every test that failed, errored or leaked in either run, and
+whether it did so with the patches only: stock is the oracle)
 
 ``--python`` names the interpreter that runs pytest (default: this one). It
 needs dask (the version the release pins), distributed's dependencies and its
@@ -213,7 +217,44 @@ def summarize(stdout: str) -> tuple[str, list[str]]:
     return counts, failures
 
 
+def _outcomes(log: Path) -> dict[str, str]:
+    """nodeid -> the outcome distributed's order gave it (last one wins), and
+    LEAKED for the tests pytest_resourceleaks reported"""
+    text = log.read_text()
+    got = {}
+    for m in re.finditer(r"^(\S+::\S+) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b", text, re.M):
+        got[m.group(1)] = m.group(2)
+    for line in summarize(text)[1]:
+        if line.startswith("LEAKED "):
+            nodeid = line.split()[1]
+            got[nodeid + " (leak)"] = "LEAKED"
+    return got
+
+
+def compare(patched: Path, pristine: Path) -> str:
+    """What failed, errored or leaked with the patches and not without them"""
+    a, b = _outcomes(patched / "pytest-stdout.log"), _outcomes(pristine / "pytest-stdout.log")
+    bad = {"FAILED", "ERROR", "LEAKED"}
+    lines = []
+    for nodeid in sorted(set(a) | set(b)):
+        x, y = a.get(nodeid, "not run"), b.get(nodeid, "not run")
+        if x in bad or y in bad:
+            tag = ("patched only" if y not in bad else "pristine only" if x not in bad
+                   else "both")
+            lines.append(f"{tag:13} patched {x:7} pristine {y:7} {nodeid}")
+    only = sum(l.startswith("patched only") for l in lines)
+    head = (f"# compare: {only} failing/erroring/leaking with the patches only, "
+            f"{sum(l.startswith('both') for l in lines)} in both, "
+            f"{sum(l.startswith('pristine only') for l in lines)} pristine only")
+    return "\n".join([head, *lines]) + "\n"
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--compare"]:
+        if len(sys.argv) != 4:
+            sys.exit("usage: distributed_suite.py --compare PATCHED_DIR PRISTINE_DIR")
+        print(compare(Path(sys.argv[2]), Path(sys.argv[3])), end="")
+        return
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dir", type=Path, help="where to build the tree (replaced)")
     ap.add_argument("--pristine", action="store_true", help="apply no patches")
