@@ -25,7 +25,7 @@ test dependencies (pytest, pytest-timeout, pytest-rerunfailures, ...); the
 tree itself is put first on PYTHONPATH, and the run checks that the
 distributed it imports is the tree's. The snapshot is ``--snapshot`` (a git
 dir; default ``$DISTRIBUTED_GIT_DIR`` or /work/.mirror/dask+distributed/repo),
-the sdist ``--sdist`` (default: as tests/test_patches.py finds it).
+the sdist ``--sdist`` (default: as bench/tests/test_patches.py finds it).
 
 pytest runs from DIR with distributed's own config (pyproject.toml's
 ``[tool.pytest.ini_options]``: ``-p no:asyncio``, warnings as errors, 300 s
@@ -98,7 +98,7 @@ def _base_version() -> str:
 
 
 def _find_sdist(version: str) -> Path:
-    """As tests/test_patches.py finds it (bench/common/sdist.py)"""
+    """As bench/tests/test_patches.py finds it (bench/common/sdist.py)"""
     spec = importlib.util.spec_from_file_location(
         "_sdist", ROOT / "bench" / "common" / "sdist.py"
     )

@@ -15,7 +15,7 @@ IP-based backend. The cases: stock ``tcp``, ``tcp`` with the asynciocomm
 takeover in the worker, ``asyncio``, ``asyncio+tls`` and, when the
 distributed sdist can be had (``asynciocomm_bench.common.sdist``:
 ``$ASYNCIOCOMM_DISTRIBUTED_SDIST``,
-the cache, else PyPI, as ``tests/test_patches.py`` gets it), ``asyncio``
+the cache, else PyPI, as ``bench/tests/test_patches.py`` gets it), ``asyncio``
 and ``asyncio+tls`` with ``patches/0002`` applied to the worker's distributed.
 
     python -m asynciocomm_bench.scale.multihome client SCHEDULER_FILE TLS(0|1) OUT.json REACH(0|1)
