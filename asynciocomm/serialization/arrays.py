@@ -59,14 +59,13 @@ again.
 numpy is never imported here: both fast paths are armed by the first array,
 whose module is loaded by then (and so is distributed's ``protocol.numpy``,
 which arming imports). Once armed, they are checked against distributed's own
-steps on a canonical array message (:func:`asynciocomm.serialization.selfcheck.array_difference`);
-a difference turns both off, with one WARNING.
+steps, as ``dumps`` and ``loads`` call them, on canonical arrays
+(:func:`_difference`); a difference turns both off, with one WARNING.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from typing import Any
 
 import cloudpickle
@@ -105,8 +104,6 @@ class _Fast:
     deserialize_bare: Any = None  # the function under its log_errors
     type_name = ""
     type_serialized = b""
-    verify: Any = None  # set_self_check's verify
-    report: Any = None  # set_self_check's report
 
 
 def _arm() -> None:
@@ -149,23 +146,54 @@ def _arm() -> None:
         _Fast.deserialize = deserialize
         _Fast.deserialize_bare = bare
     if _Fast.serialize is not None or _Fast.deserialize is not None:
-        verify = _Fast.verify
-        difference = "no self-check installed" if verify is None else verify(numpy)
+        try:
+            difference = _difference(numpy)
+        except Exception as e:  # a release the check cannot run on
+            difference = f"{type(e).__name__}: {e}"
         if difference is not None:
             _Fast.serialize = _Fast.deserialize = _Fast.deserialize_bare = None
-            if verify is not None:
-                _Fast.report(f"{internals.ARRAY_WRITE} and reading is off: {difference}")
+            from asynciocomm.serialization import selfcheck
+
+            selfcheck.report(f"{internals.ARRAY_WRITE} and reading is off: {difference}")
 
 
-def set_self_check(verify: Callable[[Any], str | None],
-                   report: Callable[[str], None]) -> None:
-    """Install the check that arming runs: ``verify(numpy)`` compares this
-    module's frames with distributed's and returns the difference or None;
-    ``report`` logs a difference. The codec module installs it (it needs the
-    whole codec, which imports this module: passing it in keeps the imports
-    one-way). Until it is installed, the array fast paths stay off."""
-    _Fast.verify = staticmethod(verify)  # type: ignore[assignment]
-    _Fast.report = staticmethod(report)  # type: ignore[assignment]
+def _same_array(a: Any, b: Any) -> bool:
+    return bool(type(a) is type(b) and a.dtype == b.dtype and a.shape == b.shape
+                and a.strides == b.strides and a.tobytes() == b.tobytes())
+
+
+def _difference(numpy: Any) -> str | None:
+    """How this module's write and read of canonical arrays differ from
+    distributed's own steps, looked up where its ``dumps`` and ``loads`` call
+    them (None: they do not). Each array is serialized by
+    :func:`split_serialized` and by distributed's ``serialize_and_split``, the
+    headers compared as packed bytes and the frames byte for byte; distributed's
+    frames are then read by :func:`read_array` and by ``merge_and_deserialize``."""
+    from distributed.protocol import core
+    from distributed.protocol.serialize import merge_and_deserialize, msgpack_encode_default
+
+    def packed(header: dict[str, Any], n: int) -> bytes:
+        # As the codec writes a sub-header: its frame count added, then packed.
+        return msgpack.dumps({**header, "num-sub-frames": n},
+                             default=msgpack_encode_default, use_bin_type=True)
+
+    arrays = {"array": numpy.arange(16, dtype="f8"),
+              "transposed array": numpy.zeros((2, 3), dtype="u1").T}
+    kw: dict[str, Any] = {"serializers": None, "on_error": "message", "context": None,
+                          "size": None}
+    for name, array in arrays.items():
+        ours = split_serialized(Serialize(array), **kw)
+        theirs = core.serialize_and_split(Serialize(array), **kw)
+        if (packed(ours[0], len(ours[1])) != packed(theirs[0], len(theirs[1]))
+                or [bytes(f) for f in ours[1]] != [bytes(f) for f in theirs[1]]):
+            return f"{name}: written differently from distributed's serialize_and_split"
+        frames = [memoryview(bytearray(packed(theirs[0], len(theirs[1]))))]
+        frames += [memoryview(bytearray(f)) for f in theirs[1]]
+        got, _ = read_array(frames, 0, None)
+        expected = merge_and_deserialize(theirs[0], frames[1:])
+        if got is not NOT_FAST and not _same_array(got, expected):
+            return f"{name}: read differently from distributed's merge_and_deserialize"
+    return None
 
 
 def _applies(obj: Any, serializers: Any) -> bool:

@@ -70,7 +70,7 @@ from distributed.protocol.serialize import (
 from distributed.utils import offload
 
 from asynciocomm.log import PROTOCOL_CORE
-from asynciocomm.serialization import arrays, internals, recovery, selfcheck
+from asynciocomm.serialization import internals, recovery
 from asynciocomm.serialization.arrays import NOT_FAST, read_array
 from asynciocomm.serialization.continuation import Continuation
 from asynciocomm.serialization.metering import unobserved
@@ -275,10 +275,3 @@ def loads(frames: list[Any], deserialize: bool = True, deserializers: Any = None
     except Exception:
         PROTOCOL_CORE.critical("Failed to deserialize", exc_info=True)
         raise
-
-
-def _verify_arrays(numpy: Any) -> str | None:
-    return selfcheck.array_difference(MessageCodec, numpy)
-
-
-arrays.set_self_check(_verify_arrays, selfcheck.report)

@@ -15,9 +15,10 @@ fast codec and with distributed's ``loads``; and it sizes each message as
 then gives every comm distributed's own path. (The wire framing is checked
 against the stock writer's by :mod:`asynciocomm.framing`, where the takeover
 needs it.)
-:func:`array_difference` checks the NumPy fast paths the same way, on a message
-of NumPy arrays, when they are armed (at the first array), so that a process
-that never sends arrays never imports distributed's ``protocol.numpy`` for it.
+The NumPy fast paths check themselves when they are armed, at the first array
+(:func:`asynciocomm.serialization.arrays._difference`), so that a process that
+never sends arrays never imports distributed's ``protocol.numpy`` for it;
+:func:`canonical_messages` with ``numpy`` adds an array message for the tests.
 
 Everything is looked up at the time of the check (``distributed.protocol.dumps``
 and ``loads`` as the package holds them, which is what ``to_frames`` and
@@ -231,11 +232,6 @@ def differences(codec_class: type) -> str | None:
     # No array here: arming the NumPy fast paths imports distributed's
     # protocol.numpy (numpy.ma with it, 50 ms); they are checked when armed.
     return _differences(codec_class, canonical_messages())
-
-
-def array_difference(codec_class: type, numpy: ModuleType) -> str | None:
-    """The first difference of the fast codec on the canonical NumPy message."""
-    return _differences(codec_class, canonical_messages(numpy)[-1:])
 
 
 def release() -> str:
