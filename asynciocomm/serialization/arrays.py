@@ -85,7 +85,7 @@ from distributed.protocol.serialize import (
 from distributed.protocol.utils import frame_split_size, merge_memoryviews
 
 from asynciocomm.serialization import internals
-from asynciocomm.serialization.metering import listening, unobserved
+from asynciocomm.serialization.metering import listening, unheard, unobserved
 
 _split = unobserved(serialize_and_split)
 # Private names (asynciocomm.serialization.internals): where one is missing, that side's fast
@@ -147,7 +147,8 @@ def _arm() -> None:
         _Fast.deserialize_bare = bare
     if _Fast.serialize is not None or _Fast.deserialize is not None:
         try:
-            difference = _difference(numpy)
+            with unheard():  # arming happens inside some message's metered step
+                difference = _difference(numpy)
         except Exception as e:  # a release the check cannot run on
             difference = f"{type(e).__name__}: {e}"
         if difference is not None:

@@ -20,8 +20,11 @@ on a step), the metered step is always used.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from distributed.metrics import context_meter
 
 from asynciocomm.serialization import internals
 
@@ -35,6 +38,15 @@ SUPPORTED: bool = _callbacks is not None
 def listening() -> bool:
     """Whether a metric emitted now would reach a callback."""
     return not SUPPORTED or bool(_callbacks.get())
+
+
+def unheard() -> contextlib.AbstractContextManager[Any]:
+    """A context in which no metric reaches the caller's callbacks: the
+    self-checks' (de)serializations are not the work of the message that
+    happens to trigger them (a worker's get-data, say), and with a callback
+    listening the fast paths would step aside and go unchecked."""
+    clear = getattr(context_meter, "clear_callbacks", None)
+    return clear() if clear is not None else contextlib.nullcontext()
 
 
 def unobserved(metered: F) -> F:

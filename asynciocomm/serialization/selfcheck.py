@@ -42,13 +42,13 @@ import dask
 import distributed.protocol
 from dask.utils import parse_bytes
 from distributed.core import Status
-from distributed.metrics import context_meter
 from distributed.protocol.serialize import Serialize, Serialized, ToPickle, serialize
 from distributed.sizeof import safe_sizeof
 
 from asynciocomm.log import get_logger
 from asynciocomm.serialization import internals
 from asynciocomm.serialization.continuation import Continuation
+from asynciocomm.serialization.metering import unheard
 
 logger = get_logger(__name__)
 
@@ -211,11 +211,7 @@ def _quiet(name: str) -> Iterator[None]:
 def _differences(codec_class: type, messages: Messages) -> str | None:
     """The first difference of the fast codec."""
     comm = _Comm()
-    # Metric callbacks of the caller's context would make the fast path step
-    # aside (asynciocomm.serialization.metering): the check is of the fast path itself.
-    clear = getattr(context_meter, "clear_callbacks", None)
-    with clear() if clear is not None else contextlib.nullcontext(), \
-            _quiet("distributed.protocol.core"):
+    with unheard(), _quiet("distributed.protocol.core"):
         for name, make in messages:
             try:
                 found = _message_difference(codec_class, name, make, comm)
