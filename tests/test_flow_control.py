@@ -222,7 +222,7 @@ async def test_large_write_is_handed_over_in_chunks_where_transports_copy(
 
 
 async def test_a_message_in_the_offload_thread_still_holds_reading_back(
-    variant, certs, monkeypatch
+    variant, certs, monkeypatch, tls_reads_past_pause
 ) -> None:
     """Messages larger than ``read-pause`` and than distributed's live offload
     threshold, so each is deserialized in the offload thread, are read in the

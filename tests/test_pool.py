@@ -334,7 +334,7 @@ def test_the_shared_pool_is_one_per_setting_across_threads() -> None:
 
 
 async def test_a_handler_that_drops_each_message_on_the_next_read_cycles_two_blocks(
-    variant, certs
+    variant, certs, tls_reads_past_pause
 ) -> None:
     """A sender streams 2 MiB arrays; the handler keeps each message until its
     next ``read()`` returns, as ``msg = await comm.read()`` in a loop does. The
