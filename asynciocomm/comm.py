@@ -71,6 +71,19 @@ class AsyncioComm(Comm):
         self._finalizer.atexit = False
 
     @property
+    def handshake_options(self) -> dict[str, Any]:
+        return self._handshake_options
+
+    @handshake_options.setter
+    def handshake_options(self, options: dict[str, Any]) -> None:
+        # distributed sets them once at the end of its handshake (Comm.__init__
+        # sets {} before there is a protocol).
+        self._handshake_options = options
+        protocol = getattr(self, "_protocol", None)
+        if protocol is not None:
+            protocol.handshaken()
+
+    @property
     def local_address(self) -> str:
         return self._local_addr
 

@@ -301,6 +301,16 @@ class FramedProtocol(asyncio.BufferedProtocol):
         if self._reading is not None:
             self._reading.delivered(self._decoder.queued_bytes)
 
+    def handshaken(self) -> None:
+        """distributed's handshake is over: the next write is the application's
+        first, and goes at once as a lone write does (see Sender._accept). The
+        handshake's own read may not have waited (the peer's handshake was there
+        already, and on CPython 3.10 distributed's ``wait_for`` runs that read in a
+        task of its own), which would otherwise leave the first message batched
+        for a loop iteration."""
+        if self._sender is not None:
+            self._sender.reader_waits()
+
     def readable(self) -> asyncio.Future[None]:
         """A future resolved when a message arrives or the connection ends."""
         assert self._loop is not None
