@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from collections.abc import AsyncGenerator, Callable, Coroutine
 from typing import Any, cast
 
@@ -35,6 +36,7 @@ from asynciocomm import lifetime
 from asynciocomm.config import Settings
 from asynciocomm.errors import ProtocolError, detached, translate
 from asynciocomm.log import get_logger
+from asynciocomm.loops import of_uvloop
 from asynciocomm.pool import BufferPool, shared_pool
 from asynciocomm.reading import ReadSwitch
 from asynciocomm.sockets.sockopts import configure_socket
@@ -44,6 +46,11 @@ from asynciocomm.wire.speedups import FrameDecoder, encode_frames, encode_single
 from asynciocomm.writer import Sender
 
 logger = get_logger(__name__)
+
+
+#: Whether a lost TLS transport of the plain asyncio loop must be closed by its
+#: protocol (see FramedProtocol.connection_lost): before CPython 3.11 only.
+_MARK_TLS_CLOSED = sys.version_info < (3, 11)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -185,6 +192,14 @@ class FramedProtocol(asyncio.BufferedProtocol):
             self._lost_waiter.set_result(None)
         if self._reading is not None:
             self._reading.detach()
+        transport = self.transport
+        if _MARK_TLS_CLOSED and transport is not None and self.tls and not of_uvloop(transport):
+            # CPython 3.10's asyncio TLS transport is not marked closed when its
+            # connection is lost under it (the peer went), and warns "unclosed
+            # transport" (ResourceWarning) when collected; 3.11's rewrite of
+            # sslproto marks it. Closing it here changes nothing else: the
+            # connection is gone.
+            transport.close()
         self.transport = None  # break the transport <-> protocol cycle
         self._loop_guard = None
 

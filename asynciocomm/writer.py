@@ -245,10 +245,14 @@ class Sender:
             # would fail to pause or resume it.
             return
         self._limits_zero = zero
-        if zero:
-            transport.set_write_buffer_limits(high=self._zero_high, low=0)
-        else:
-            transport.set_write_buffer_limits(high=self._high, low=self._low)
+        high, low = (self._zero_high, 0) if zero else (self._high, self._low)
+        try:
+            transport.set_write_buffer_limits(high=high, low=low)
+        except AttributeError:
+            # CPython 3.10's TLS transport once its connection is lost: it drops
+            # the socket transport at once and tells its protocol a loop
+            # iteration later, so it is not closing yet and has nothing to set.
+            pass
 
     # -- flow control and the end ------------------------------------------------
 

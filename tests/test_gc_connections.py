@@ -20,8 +20,11 @@ from distributed.comm import connect, listen
 
 N = 50
 #: The transport's objects in its cycle: itself, the bound method, its extra
-#: info (a dict, the TransportSocket, the closed socket, two addresses).
-SELECTOR_CYCLE = Counter({"_SelectorSocketTransport": 1, "method": 1, "dict": 1,
+#: info (a dict, the TransportSocket, the closed socket, two addresses). On
+#: CPython 3.10 the cycle holds one dict more per transport (measured: 200 dicts
+#: for 100 transports, everything else as on 3.11).
+SELECTOR_CYCLE = Counter({"_SelectorSocketTransport": 1, "method": 1,
+                          "dict": 2 if sys.version_info < (3, 11) else 1,
                           "TransportSocket": 1, "socket": 1, "tuple": 2})
 
 
