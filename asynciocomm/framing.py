@@ -53,6 +53,8 @@ _done = False
 def checked() -> None:
     """Run :func:`difference` once per process and log what it finds."""
     global _done
+    if _done:  # every connection after the first: no lock taken
+        return
     with _lock:
         if _done:
             return

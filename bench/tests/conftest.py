@@ -4,35 +4,23 @@ policy is installed), which stays in force while the test runs."""
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import dask
 import pytest
-from distributed.config import get_loop_factory
 
-from asynciocomm_bench.common.loops import EVENT_LOOP_KEY
+from asynciocomm_bench.common.loops import EVENT_LOOP_KEY, loop_factory
 
 DATA = Path(__file__).parent / "data"
 #: uvloop where it is installed (not on Windows), the asyncio loop everywhere.
 LOOPS = ("asyncio", "uvloop") if importlib.util.find_spec("uvloop") else ("asyncio",)
 
 
-def _factory(name: str) -> Callable[[], asyncio.AbstractEventLoop]:
-    def factory() -> asyncio.AbstractEventLoop:
-        with dask.config.set({EVENT_LOOP_KEY: name}):
-            make = get_loop_factory()
-        return make() if make is not None else asyncio.new_event_loop()
-
-    factory.loop_name = name  # type: ignore[attr-defined]
-    return factory
-
-
 def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> dict:
-    return {name: _factory(name) for name in LOOPS}
+    return {name: loop_factory(name) for name in LOOPS}
 
 
 @pytest.fixture(autouse=True)

@@ -13,6 +13,20 @@ T = TypeVar("T")
 EVENT_LOOP_KEY = "distributed.admin.event-loop"
 
 
+def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop]:
+    """A factory of fresh ``name`` loops, made as distributed makes them; it
+    carries its loop's name as ``loop_name`` (the bench's tests read it)."""
+    from distributed.config import get_loop_factory
+
+    def factory() -> asyncio.AbstractEventLoop:
+        with dask.config.set({EVENT_LOOP_KEY: name}):
+            make = get_loop_factory()
+        return make() if make is not None else asyncio.new_event_loop()
+
+    factory.loop_name = name  # type: ignore[attr-defined]
+    return factory
+
+
 def run_on_loop(main: Callable[[], Awaitable[T]], loop: str) -> T:
     """Run ``main()`` to completion on a fresh ``loop`` ("asyncio"/"uvloop").
 
